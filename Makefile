@@ -1,0 +1,41 @@
+# `make train` and `make test` set themselves up: .venv is (re)built whenever requirements.txt is newer.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+# Pass-through variables (empty means: the config preset decides).
+GAME    ?=
+ALGO    ?=
+THREADS ?=
+FRAMES  ?=
+SEED    ?=
+RUN_DIR ?=
+CONFIG  ?=
+LOGDIR  ?=
+RESUME  ?=
+ARGS    ?=
+
+opt = $(if $(strip $(2)),$(1) $(2))
+TRAIN_ARGS = $(call opt,--game,$(GAME)) $(call opt,--algo,$(ALGO)) $(call opt,--threads,$(THREADS)) \
+             $(call opt,--frames,$(FRAMES)) $(call opt,--seed,$(SEED)) $(call opt,--run-dir,$(RUN_DIR)) \
+             $(call opt,--config,$(CONFIG)) $(call opt,--logdir,$(LOGDIR)) $(call opt,--resume,$(RESUME)) $(ARGS)
+
+.PHONY: install train test clean-venv
+
+install: $(STAMP)
+
+$(STAMP): requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	touch $(STAMP)
+
+train: $(STAMP)
+	$(PY) train.py $(TRAIN_ARGS)
+
+test: $(STAMP)
+	$(PY) -m pytest -q tests
+
+clean-venv:
+	rm -rf $(VENV)

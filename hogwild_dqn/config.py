@@ -1,0 +1,234 @@
+"""One config: dataclass defaults < configs/*.yaml preset < command line. All checks live in validate()."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+ALGOS = ("q1", "sarsa1", "nq", "a3c")
+OPTIMIZERS = ("rmsprop", "adam")
+
+
+class ConfigError(ValueError):
+    """A bad user input; its message is printed as one line and the process exits 2."""
+
+
+def _f(default, doc: str, kind: type | None = None):
+    """A dataclass field with its documentation (shown in --help) and its value type."""
+    meta = {"doc": doc, "type": kind or type(default)}
+    if isinstance(default, list):
+        return field(default_factory=lambda: list(default), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+@dataclass
+class Config:
+    # what to train
+    game: str = _f("Pong", "ALE game name (Pong, Breakout, ...) or any gymnasium id (CartPole-v1)")
+    algo: str = _f("a3c", "one of q1 (one-step Q), sarsa1 (one-step SARSA), nq (n-step Q), a3c")
+    threads: int | None = _f(None, "worker processes; empty (null) means one per CPU core", int)
+    frames: int = _f(10_000_000, "total environment frames, all workers together")
+    seed: int = _f(1, "base seed; worker i uses seed + i")
+    # where results go
+    logdir: str = _f("runs", "log root under which the run dir is created")
+    run_dir: str = _f("", "run directory; empty means <logdir>/<game>-<algo>-t<threads>-s<seed>-<timestamp>")
+    # network
+    hidden: int = _f(256, "width of the fully connected layer(s)")
+    mlp_layers: int = _f(2, "hidden layers of the MLP torso used for vector observations")
+    # optimisation (paper defaults: shared RMSProp, alpha 0.99, eps 0.1, lr 7e-4 annealed to 0)
+    optimizer: str = _f("rmsprop", "shared optimizer: rmsprop (one shared g, as in the paper) or adam")
+    lr: float = _f(7e-4, "initial learning rate")
+    lr_anneal: bool = _f(True, "anneal the learning rate linearly to 0 over --frames")
+    rms_alpha: float = _f(0.99, "RMSProp decay of the shared squared-gradient average")
+    rms_eps: float = _f(0.1, "RMSProp epsilon (inside the square root, as in the paper)")
+    adam_betas: list = _f([0.9, 0.999], "Adam betas")
+    adam_eps: float = _f(1e-8, "Adam epsilon")
+    grad_clip: float = _f(40.0, "global gradient-norm clip before the shared step; 0 disables")
+    gamma: float = _f(0.99, "discount")
+    t_max: int = _f(5, "steps a worker accumulates before pushing gradients (I_AsyncUpdate / t_max)")
+    # a3c
+    entropy_beta: float = _f(0.01, "A3C entropy bonus")
+    value_coef: float = _f(0.5, "A3C value-loss weight")
+    # value-based methods
+    target_update: int = _f(40_000, "global frames between target-network copies")
+    eps_start: float = _f(1.0, "initial exploration epsilon")
+    eps_finals: list = _f([0.1, 0.01, 0.5], "final epsilons a worker draws from")
+    eps_probs: list = _f([0.4, 0.3, 0.3], "probabilities of eps_finals")
+    eps_anneal_frames: int = _f(4_000_000, "global frames over which epsilon anneals")
+    # evaluation
+    eval_every: int = _f(250_000, "global frames between evaluations")
+    eval_episodes: int = _f(5, "episodes per evaluation")
+    eval_epsilon: float = _f(0.05, "epsilon of evaluation for Q methods (A3C samples its policy)")
+    # environment
+    frame_skip: int = _f(4, "Atari: frames per agent step (max-pool of the last two)")
+    frame_stack: int = _f(4, "Atari: stacked frames")
+    screen_size: int = _f(84, "Atari: observation width and height")
+    noop_max: int = _f(30, "Atari: up to this many no-ops at reset")
+    max_episode_frames: int = _f(108_000, "Atari: frames after which an episode is truncated")
+    clip_rewards: bool = _f(True, "Atari, training only: clip rewards to [-1, 1]")
+    reward_scale: float = _f(1.0, "training only: rewards are multiplied by this (after Atari's clipping)")
+    life_loss_terminal: bool = _f(True, "Atari, training only: a lost life is a terminal for the return maths")
+    # console and logging
+    progress: bool = _f(True, "show a console progress line")
+    log_every: int = _f(50, "a worker logs losses every this many updates")
+
+    def validate(self) -> None:
+        """Check every value once; raise ConfigError with a one-line message."""
+        def positive(name: str, integer: bool) -> None:
+            v = getattr(self, name)
+            kind = int if integer else (int, float)
+            if isinstance(v, bool) or not isinstance(v, kind) or not v > 0:
+                what = "a positive integer" if integer else "a positive number"
+                raise ConfigError(f"--{_flag(name)} must be {what}, got {v!r}")
+
+        if self.algo not in ALGOS:
+            raise ConfigError(f"--algo {self.algo!r} is unknown; choose one of {', '.join(ALGOS)}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ConfigError(f"--optimizer {self.optimizer!r} is unknown; choose one of {', '.join(OPTIMIZERS)}")
+        if self.threads is not None:
+            positive("threads", integer=True)
+        for name in ("frames", "t_max", "target_update", "eval_every", "eval_episodes", "hidden", "mlp_layers",
+                     "frame_skip", "frame_stack", "screen_size", "max_episode_frames", "log_every"):
+            positive(name, integer=True)
+        for name in ("lr", "rms_alpha", "rms_eps", "adam_eps", "gamma", "reward_scale"):
+            positive(name, integer=False)
+        if not 0 < self.gamma <= 1 or not 0 < self.rms_alpha < 1:
+            raise ConfigError("--gamma must be in (0, 1] and --rms-alpha in (0, 1)")
+        if self.eval_every > self.frames:
+            raise ConfigError(f"--eval-every {self.eval_every} is larger than --frames {self.frames}")
+        if len(self.eps_finals) != len(self.eps_probs) or abs(sum(self.eps_probs) - 1) > 1e-6:
+            raise ConfigError("--eps-probs must have one probability per --eps-finals value and sum to 1")
+        for e in [self.eps_start, self.eval_epsilon, *self.eps_finals]:
+            if not 0 <= e <= 1:
+                raise ConfigError(f"epsilons must lie in [0, 1], got {e}")
+        if self.noop_max < 0 or self.grad_clip < 0 or self.entropy_beta < 0 or self.eps_anneal_frames < 0:
+            raise ConfigError("--noop-max, --grad-clip, --entropy-beta and --eps-anneal-frames must be >= 0")
+
+    def resolved_threads(self) -> int:
+        return self.threads or (os.cpu_count() or 1)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+FIELDS = {f.name: f for f in dataclasses.fields(Config)}
+
+
+def _flag(name: str) -> str:
+    return name.replace("_", "-")
+
+
+def _field_type(name: str) -> type:
+    return FIELDS[name].metadata["type"]
+
+
+def read_yaml(path: str | Path) -> dict:
+    """Read a preset file into a dict of known keys with the right types."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file {path} does not exist")
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except (yaml.YAMLError, UnicodeDecodeError) as e:
+        raise ConfigError(f"config file {path} is not valid YAML ({str(e).splitlines()[0]})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path} must hold a mapping of keys to values")
+    for key, value in data.items():
+        if key not in FIELDS:
+            raise ConfigError(f"config file {path}: unknown key {key!r}")
+        data[key] = _coerce(key, value, f"config file {path}: key {key!r}")
+    return data
+
+
+def _coerce(key: str, value, where: str):
+    """Check a YAML value's type against the field's; ints are accepted for floats."""
+    want = _field_type(key)
+    if value is None and FIELDS[key].default is None:
+        return None
+    if want is list:
+        if not isinstance(value, list) or not all(_is_number(v) for v in value):
+            raise ConfigError(f"{where} must be a list of numbers, got {value!r}")
+        return [float(v) for v in value]
+    ok = isinstance(value, want) and not (want is int and isinstance(value, bool))
+    if want is float and isinstance(value, int) and not isinstance(value, bool):
+        value, ok = float(value), True
+    if not ok:
+        raise ConfigError(f"{where} must be of type {want.__name__}, got {value!r}")
+    return value
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def default_preset(game: str) -> Path:
+    """ALE games use configs/atari.yaml; gymnasium ids (CartPole-v1, ...) use configs/cartpole.yaml."""
+    return CONFIG_DIR / ("cartpole.yaml" if "-v" in game else "atari.yaml")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):
+        raise ConfigError(message)  # one line and exit 2, without argparse's usage dump
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="train.py", description="Hogwild asynchronous deep RL (Mnih et al. 2016).",
+                                argument_default=argparse.SUPPRESS)
+    p.add_argument("--config", help="YAML preset (default: configs/atari.yaml for ALE games, "
+                                    "configs/cartpole.yaml for gymnasium ids)")
+    p.add_argument("--resume", metavar="DIR", help="continue the run in DIR from its checkpoint.pt")
+    for f in dataclasses.fields(Config):
+        t, doc = _field_type(f.name), f.metadata["doc"]
+        if t is bool:
+            p.add_argument(f"--{_flag(f.name)}", action=argparse.BooleanOptionalAction, help=doc)
+        elif t is list:
+            p.add_argument(f"--{_flag(f.name)}", nargs="+", type=float, help=doc)
+        else:
+            p.add_argument(f"--{_flag(f.name)}", type=_typed(t, f.name), help=doc)
+    return p
+
+
+def _typed(t, name: str):
+    def convert(text: str):
+        try:
+            if t is int and not text.strip().lstrip("+-").isdigit():
+                number = float(text)  # accept 2e6 and 2_000_000 for frame counts, but only whole numbers
+                if not number.is_integer():
+                    raise ValueError(text)
+                return int(number)
+            return t(text)
+        except ValueError:
+            kind = {int: "an integer", float: "a number"}.get(t, t.__name__)
+            raise argparse.ArgumentTypeError(f"must be {kind}, got {text!r}") from None
+    convert.__name__ = t.__name__
+    return convert
+
+
+def load(argv: list[str] | None = None) -> tuple[Config, str | None]:
+    """Parse the command line into a validated Config; also return --resume's directory (or None)."""
+    parser = build_parser()
+    args = vars(parser.parse_args(argv))
+    resume = args.pop("resume", None)
+    cfg = Config()
+    if resume is not None:
+        saved = Path(resume) / "config.yaml"
+        values = read_yaml(saved)
+        values["run_dir"] = str(resume)
+    else:
+        values = read_yaml(args.pop("config", None) or default_preset(args.get("game", cfg.game)))
+    args.pop("config", None)
+    values.update(args)
+    cfg = dataclasses.replace(cfg, **values)
+    cfg.validate()
+    return cfg, resume
+
+
+def save(cfg: Config, path: Path) -> None:
+    """Write the resolved config so the run can be reproduced and resumed."""
+    path.write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))

@@ -1,0 +1,109 @@
+"""The evaluator: snapshot the shared weights, play whole games (CUDA if present), keep best.pt and checkpoint.pt."""
+
+from __future__ import annotations
+
+import signal
+import time
+import traceback
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from hogwild_dqn import metrics
+from hogwild_dqn.checkpoint import atomic_save
+from hogwild_dqn.config import Config
+from hogwild_dqn.envs import EnvSpec, make_env
+from hogwild_dqn.networks import build_network
+from hogwild_dqn.shared import SharedState
+
+EVAL_SEED_OFFSET = 10_000  # evaluation games never share seeds with the workers'
+
+
+def evaluator_process(cfg: Config, spec: EnvSpec, shared: SharedState, run_dir: str, results, errors,
+                      best: float, start_time: float) -> None:
+    """Process entry point. CUDA is first touched here, in the child, never in the parent."""
+    torch.set_num_threads(1)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        run_evaluator(cfg, spec, shared, Path(run_dir), results, best, start_time)
+    except BaseException:
+        errors.put(("evaluator", traceback.format_exc()))
+        raise SystemExit(1)
+
+
+def snapshot(shared: SharedState, frames: int, best: float, cfg: Config, spec: EnvSpec) -> dict:
+    """A copy (never a live view) of everything needed to continue or to play the agent."""
+    return {
+        "model": {k: v.detach().clone() for k, v in shared.model.state_dict().items()},
+        "target": None if shared.target is None else {k: v.clone() for k, v in shared.target.state_dict().items()},
+        "optimizer": shared.optimizer.state_dict(),
+        "target_epoch": int(shared.target_epoch.value),
+        "frames": frames, "best_eval_return": best, "game": cfg.game, "algo": cfg.algo,
+        "obs_shape": list(spec.obs_shape), "n_actions": spec.n_actions, "config": cfg.to_dict(),
+    }
+
+
+def play(net: torch.nn.Module, env, episodes: int, actor_critic: bool, eps: float, device: torch.device,
+         rng: np.random.Generator) -> list[float]:
+    """Play whole games with raw scores: A3C samples its policy, Q methods act epsilon-greedily (eps 0.05)."""
+    returns = []
+    for _ in range(episodes):
+        obs, _ = env.reset()
+        while True:
+            if not actor_critic and rng.random() < eps:
+                a = int(rng.integers(env.action_space.n))
+            else:
+                with torch.inference_mode():
+                    out = net(torch.as_tensor(np.asarray(obs), device=device).unsqueeze(0))
+                if actor_critic:
+                    a = int(torch.distributions.Categorical(logits=out[0][0]).sample())
+                else:
+                    a = int(out[0].argmax())
+            obs, _, term, trunc, info = env.step(a)
+            if term or trunc:
+                returns.append(float(info["episode"]["r"]))
+                break
+    return returns
+
+
+def run_evaluator(cfg: Config, spec: EnvSpec, shared: SharedState, run_dir: Path, results, best: float,
+                  start_time: float) -> None:
+    """Evaluate every eval_every global frames and once more after the workers finish; then exit."""
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    actor_critic = cfg.algo == "a3c"
+    net = build_network(spec.obs_shape, spec.n_actions, actor_critic, cfg.hidden, cfg.mlp_layers).to(device)
+    env = make_env(cfg, cfg.seed + EVAL_SEED_OFFSET, for_eval=True)
+    rng = np.random.default_rng(cfg.seed + EVAL_SEED_OFFSET)
+    torch.manual_seed(cfg.seed + EVAL_SEED_OFFSET)
+    writer = metrics.make_writer(run_dir, "evaluator")
+    next_eval = (shared.frames.value // cfg.eval_every + 1) * cfg.eval_every
+    while True:
+        final = shared.workers_done.wait(timeout=0.2)
+        frames = shared.frames.value
+        if not final and frames < next_eval:
+            continue
+        state = snapshot(shared, frames, best, cfg, spec)
+        net.load_state_dict(state["model"])
+        t0 = time.time()
+        returns = play(net, env, cfg.eval_episodes, actor_critic, cfg.eval_epsilon, device, rng)
+        mean, std = float(np.mean(returns)), float(np.std(returns))
+        writer.add_scalar(metrics.EVAL_MEAN, mean, frames)
+        writer.add_scalar(metrics.EVAL_STD, std, frames)
+        writer.add_scalar(metrics.EVAL_DEVICE_SECONDS, time.time() - t0, frames)
+        writer.flush()
+        if mean > best:
+            best = state["best_eval_return"] = mean
+            atomic_save(state, run_dir / "best.pt")
+        if not final:  # the runner writes the final checkpoint itself, after every process is gone
+            atomic_save(state, run_dir / "checkpoint.pt")
+        results.put({"frames": frames, "wall_seconds": round(time.time() - start_time, 2), "mean_return": mean,
+                     "std_return": std, "episodes": len(returns), "device": device.type})
+        next_eval = (frames // cfg.eval_every + 1) * cfg.eval_every
+        if final:
+            break
+    writer.close()
+    env.close()
+    del net  # release GPU memory before the process exits
+    if device.type == "cuda":
+        torch.cuda.empty_cache()

@@ -1,0 +1,72 @@
+"""Bad input: one line on stderr naming the value, exit code 2, no traceback, nothing created."""
+
+import pytest
+
+from tests.conftest import run_train
+
+BAD = [
+    (["--algo", "dqn"], "--algo 'dqn' is unknown; choose one of q1, sarsa1, nq, a3c"),
+    (["--game", "Pongg"], "did you mean Pong"),
+    (["--threads", "0"], "--threads must be a positive integer"),
+    (["--threads", "-2"], "--threads must be a positive integer"),
+    (["--threads", "two"], "must be an integer, got 'two'"),
+    (["--frames", "0"], "--frames must be a positive integer"),
+    (["--frames", "1.5e3"], "must be an integer, got '1.5e3'"),
+    (["--lr", "0"], "--lr must be a positive number"),
+    (["--lr", "fast"], "must be a number, got 'fast'"),
+    (["--frames", "1000", "--eval-every", "5000"], "--eval-every 5000 is larger than --frames 1000"),
+    (["--config", "no/such.yaml"], "config file no/such.yaml does not exist"),
+]
+
+
+@pytest.mark.parametrize("args, message", BAD)
+def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
+    proc = run_train("--run-dir", tmp_path / "run", *args, timeout=120)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert message in lines[0]
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("text, message", [
+    ("lr: [oops\n", "is not valid YAML"),
+    ("learning_rate: 0.1\n", "unknown key 'learning_rate'"),
+    ("frames: lots\n", "key 'frames' must be of type int"),
+    ("- a\n- b\n", "must hold a mapping"),
+])
+def test_bad_config_file(tmp_path, text, message):
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text(text)
+    proc = run_train("--config", cfg, "--run-dir", tmp_path / "run", timeout=120)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert message in proc.stderr and str(cfg) in proc.stderr
+
+
+def test_unwritable_run_dir(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    proc = run_train("--game", "CartPole-v1", "--run-dir", blocker / "run", timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "is not writable" in proc.stderr and blocker.read_text() == "not a directory"
+
+
+def test_existing_run_dir_is_refused_and_kept(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "checkpoint.pt").write_bytes(b"precious")
+    proc = run_train("--game", "CartPole-v1", "--run-dir", run, timeout=120)
+    assert proc.returncode == 2 and f"--resume {run}" in proc.stderr
+    assert (run / "checkpoint.pt").read_bytes() == b"precious" and len(list(run.iterdir())) == 1
+
+
+def test_resume_from_missing_or_corrupt_checkpoint(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    proc = run_train("--resume", run, timeout=120)
+    assert proc.returncode == 2 and "config.yaml does not exist" in proc.stderr
+    (run / "config.yaml").write_text("game: CartPole-v1\nalgo: a3c\n")
+    (run / "checkpoint.pt").write_bytes(b"\x00garbage")
+    proc = run_train("--resume", run, timeout=120)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "truncated or corrupted" in proc.stderr and (run / "checkpoint.pt").read_bytes() == b"\x00garbage"

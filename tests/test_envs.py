@@ -1,0 +1,57 @@
+"""Real ALE environments: preprocessing shapes, and the training-only changes (life loss, clipping)."""
+
+import numpy as np
+import pytest
+
+from hogwild_dqn.config import Config, ConfigError
+from hogwild_dqn.envs import env_spec, make_env, resolve
+
+
+def test_game_names_resolve():
+    assert resolve("Pong") == (True, "ALE/Pong-v5")
+    assert resolve("spaceinvaders") == (True, "ALE/SpaceInvaders-v5")
+    assert resolve("CartPole-v1") == (False, "CartPole-v1")
+    with pytest.raises(ConfigError, match="did you mean Breakout"):
+        resolve("Breakot")
+
+
+def test_pong_spec_is_paper_preprocessing():
+    spec = env_spec(Config(game="Pong"))
+    assert spec.obs_shape == (4, 84, 84) and spec.n_actions == 6 and spec.frames_per_step == 4
+    env = make_env(Config(game="Pong"), seed=0, for_eval=False)
+    obs, _ = env.reset(seed=0)
+    assert obs.dtype == np.uint8 and obs.shape == (4, 84, 84)
+    env.close()
+
+
+def _play_until_life_lost(env, rng):
+    while True:
+        obs, r, term, trunc, info = env.step(int(rng.integers(env.action_space.n)))
+        if term or trunc:
+            return info
+
+
+def test_life_loss_ends_training_segment_but_not_the_game():
+    cfg = Config(game="Breakout")
+    rng = np.random.default_rng(0)
+    train_env = make_env(cfg, seed=0, for_eval=False)
+    info = _play_until_life_lost(train_env, rng)
+    assert info["lives"] == 4  # terminal after the first lost life (Breakout starts with 5)
+    _, info = train_env.reset()
+    assert info["lives"] == 4  # the same game goes on, not a new one
+    eval_env = make_env(cfg, seed=0, for_eval=True)
+    info = _play_until_life_lost(eval_env, rng)
+    assert info["lives"] == 0 and "episode" in info  # evaluation plays the whole game
+
+
+def test_rewards_clipped_in_training_only():
+    cfg = Config(game="Breakout")  # bricks of the upper rows are worth more than 1
+    rng = np.random.default_rng(1)
+    for for_eval, check in ((False, lambda r: -1 <= r <= 1), (True, lambda r: r >= 0)):
+        env = make_env(cfg, seed=1, for_eval=for_eval)
+        for _ in range(3000):
+            _, r, term, trunc, _ = env.step(int(rng.integers(env.action_space.n)))
+            assert check(r)
+            if term or trunc:
+                env.reset()
+        env.close()

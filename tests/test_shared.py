@@ -1,0 +1,125 @@
+"""The Hogwild contract: the shared optimizer's maths, and updates made in real child processes."""
+
+import numpy as np
+import pytest
+import torch
+import torch.multiprocessing as mp
+from torch import nn
+
+from hogwild_dqn.shared import SharedAdam, SharedRMSprop, add_frames, build_shared, push_gradients, sync_local
+
+
+def reference_rmsprop(p, grads, lr, alpha, eps):
+    """The paper's update written out in numpy: g = a g + (1-a) d^2; p -= lr d / sqrt(g + eps)."""
+    p, g = np.array(p, dtype=np.float64), np.zeros(len(p))
+    for d in grads:
+        d = np.array(d, dtype=np.float64)
+        g = alpha * g + (1 - alpha) * d * d
+        p = p - lr * d / np.sqrt(g + eps)
+    return p
+
+
+def test_shared_rmsprop_first_step_by_hand():
+    p = nn.Parameter(torch.tensor([1.0, -2.0]))
+    opt = SharedRMSprop([p], alpha=0.99, eps=0.1)
+    opt.step([torch.tensor([0.5, 0.1])], lr=0.01)
+    # g = 0.01 * [0.25, 0.01]; p = [1 - .01*.5/sqrt(.1025), -2 - .01*.1/sqrt(.1001)]
+    assert p.tolist() == pytest.approx([0.98438262, -2.00316070], abs=1e-7)
+    assert opt.square_avg[0].tolist() == pytest.approx([0.0025, 0.0001])
+
+
+def test_shared_rmsprop_matches_reference_over_steps():
+    p = nn.Parameter(torch.tensor([1.0, -2.0, 0.5], dtype=torch.float64))
+    opt = SharedRMSprop([p], alpha=0.99, eps=0.1)
+    grads = [[0.5, 0.1, -3.0], [-0.2, 0.4, 1.0], [1.5, -0.7, 0.0]]
+    for d in grads:
+        opt.step([torch.tensor(d, dtype=torch.float64)], lr=7e-4)
+    assert p.tolist() == pytest.approx(reference_rmsprop([1.0, -2.0, 0.5], grads, 7e-4, 0.99, 0.1).tolist())
+
+
+def test_shared_adam_matches_torch_adam():
+    a = nn.Parameter(torch.tensor([1.0, -2.0, 0.5]))
+    b = nn.Parameter(a.detach().clone())
+    mine, ref = SharedAdam([a], (0.9, 0.999), 1e-8), torch.optim.Adam([b], lr=1e-3)
+    for d in ([0.5, 0.1, -3.0], [-0.2, 0.4, 1.0], [1.5, -0.7, 0.0]):
+        mine.step([torch.tensor(d)], lr=1e-3)
+        b.grad = torch.tensor(d)
+        ref.step()
+    assert a.tolist() == pytest.approx(b.tolist(), abs=1e-6)
+
+
+def test_optimizer_state_is_in_shared_memory():
+    net = nn.Linear(3, 2)
+    shared = build_shared(mp.get_context("spawn"), net, None, "rmsprop", rms_alpha=0.99, rms_eps=0.1,
+                          adam_betas=[0.9, 0.999], adam_eps=1e-8)
+    assert all(p.is_shared() for p in net.parameters())
+    assert all(t.is_shared() for t in shared.optimizer.square_avg)
+
+
+def test_no_stale_gradient_after_zero_grad_sets_none():
+    """Two pushes with different gradients apply exactly those two, even though zero_grad() sets None."""
+    torch.manual_seed(0)
+    shared_net, local = nn.Linear(2, 1, bias=False), nn.Linear(2, 1, bias=False)
+    shared = build_shared(mp.get_context("spawn"), shared_net, None, "rmsprop", rms_alpha=0.99, rms_eps=0.1,
+                          adam_betas=[0.9, 0.999], adam_eps=1e-8)
+    start = shared_net.weight.detach().clone().flatten().tolist()
+    grads = []
+    for x in ([1.0, 2.0], [-3.0, 0.5]):
+        sync_local(local, shared_net)
+        local.zero_grad(set_to_none=True)
+        local(torch.tensor(x)).sum().backward()  # d/dw of w.x is x
+        grads.append(x)
+        push_gradients(local, shared, lr=0.01, grad_clip=0)
+    expected = reference_rmsprop(start, grads, 0.01, 0.99, 0.1)
+    assert shared_net.weight.flatten().tolist() == pytest.approx(expected.tolist(), abs=1e-6)
+
+
+def _child_step(shared, grad_value, steps):
+    torch.set_num_threads(1)
+    for _ in range(steps):
+        shared.optimizer.step([torch.full_like(p, grad_value) for p in shared.model.parameters()], lr=0.01)
+
+
+def test_child_process_updates_land_in_parent_tensors():
+    ctx = mp.get_context("spawn")
+    net = nn.Linear(2, 2)
+    shared = build_shared(ctx, net, None, "rmsprop", rms_alpha=0.99, rms_eps=0.1, adam_betas=[0.9, 0.999],
+                          adam_eps=1e-8)
+    start = [p.detach().clone().flatten().tolist() for p in net.parameters()]
+    for grad_value in (1.0, -0.5):  # one child after the other, so the result is deterministic
+        p = ctx.Process(target=_child_step, args=(shared, grad_value, 3))
+        p.start()
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    grads = [[1.0] * 4] * 3 + [[-0.5] * 4] * 3
+    expected = reference_rmsprop(start[0], grads, 0.01, 0.99, 0.1)
+    assert net.weight.flatten().tolist() == pytest.approx(expected.tolist(), abs=1e-6)
+    assert shared.optimizer.square_avg[0].abs().sum() > 0  # the statistics are shared too
+
+
+def _child_count_frames(shared, calls, n, interval, out):
+    torch.set_num_threads(1)
+    copies = 0
+    for _ in range(calls):
+        with torch.no_grad():
+            for p in shared.model.parameters():
+                p.add_(1.0)  # the model keeps changing under the copies, as in training
+        copies += add_frames(shared, n, interval)[1]
+    out.put(copies)
+
+
+def test_target_synced_exactly_once_per_interval_under_races():
+    ctx = mp.get_context("spawn")
+    shared = build_shared(ctx, nn.Linear(2, 2), nn.Linear(2, 2), "rmsprop", rms_alpha=0.99, rms_eps=0.1,
+                          adam_betas=[0.9, 0.999], adam_eps=1e-8)
+    out = ctx.Queue()
+    procs = [ctx.Process(target=_child_count_frames, args=(shared, 3000, 7, 100, out)) for _ in range(3)]
+    for p in procs:
+        p.start()
+    copies = [out.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(timeout=30)
+        assert p.exitcode == 0
+    assert shared.frames.value == 3 * 3000 * 7
+    assert sum(copies) == shared.frames.value // 100 == shared.target_epoch.value
+    assert sum(c > 0 for c in copies) >= 2  # the copies were made by different workers

@@ -1,0 +1,54 @@
+"""End to end: train.py on Pong with 2 real worker processes, then the run dir's contents."""
+
+import math
+
+import torch
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from tests.conftest import read_summary, run_train
+
+
+def test_pong_run_dir_contents(tmp_path):
+    run = tmp_path / "pong"
+    proc = run_train("--game", "Pong", "--algo", "a3c", "--threads", 2, "--frames", 6000, "--eval-every", 3000,
+                     "--eval-episodes", 1, "--max-episode-frames", 3000, "--run-dir", run, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    for name in ("config.yaml", "checkpoint.pt", "best.pt", "summary.json"):
+        assert (run / name).is_file(), name
+    s = read_summary(run)
+    for key in ("frames", "wall_seconds", "frames_per_second", "best_eval_return", "evaluator_device", "evals"):
+        assert key in s
+    assert s["frames"] >= 6000 and s["frames_per_second"] > 0 and s["evaluator_device"] == "cpu"
+    assert len(s["evals"]) >= 2 and s["evals"][-1]["frames"] == s["frames"]
+    for e in s["evals"]:
+        assert set(e) == {"frames", "wall_seconds", "mean_return", "std_return", "episodes"} and e["episodes"] == 1
+        assert -21 <= e["mean_return"] <= 21
+    assert math.isclose(s["best_eval_return"], max(e["mean_return"] for e in s["evals"]))
+
+    ckpt = torch.load(run / "checkpoint.pt", weights_only=True)
+    assert ckpt["frames"] == s["frames"] and ckpt["game"] == "Pong" and ckpt["algo"] == "a3c"
+
+    events = EventAccumulator(str(run))
+    events.Reload()
+    tags = set(events.Tags()["scalars"])
+    for tag in ("eval/mean_return", "charts/learning_rate", "losses/entropy/w0", "losses/policy_loss/w1",
+                "charts/episodic_return/w0", "hparam/best_eval_return"):
+        assert tag in tags, (tag, sorted(tags))
+    assert events.Scalars("eval/mean_return")[-1].step == s["frames"]  # x-axis: global frames
+
+
+def test_nq_pong_runs_and_syncs_target(tmp_path):
+    run = tmp_path / "nq"
+    proc = run_train("--game", "Pong", "--algo", "nq", "--threads", 2, "--frames", 3000, "--eval-every", 3000,
+                     "--eval-episodes", 1, "--max-episode-frames", 2000, "--target-update", 1000, "--run-dir", run,
+                     timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    ckpt = torch.load(run / "checkpoint.pt", weights_only=True)
+    assert ckpt["target_epoch"] == ckpt["frames"] // 1000
+    assert "charts/epsilon/w1" in _tags(run)
+
+
+def _tags(run):
+    ea = EventAccumulator(str(run))
+    ea.Reload()
+    return set(ea.Tags()["scalars"])
