@@ -78,9 +78,12 @@ def run_evaluator(cfg: Config, spec: EnvSpec, shared: SharedState, run_dir: Path
     torch.manual_seed(cfg.seed + EVAL_SEED_OFFSET)
     writer = metrics.make_writer(run_dir, "evaluator")
     next_eval = (shared.frames.value // cfg.eval_every + 1) * cfg.eval_every
+    last_frames = -1
     while True:
         final = shared.workers_done.wait(timeout=0.2)
         frames = shared.frames.value
+        if final and frames == last_frames:
+            break  # the final weights were evaluated already
         if not final and frames < next_eval:
             continue
         state = snapshot(shared, frames, best, cfg, spec)
@@ -100,6 +103,7 @@ def run_evaluator(cfg: Config, spec: EnvSpec, shared: SharedState, run_dir: Path
         results.put({"frames": frames, "wall_seconds": round(time.time() - start_time, 2), "mean_return": mean,
                      "std_return": std, "episodes": len(returns), "device": device.type})
         next_eval = (frames // cfg.eval_every + 1) * cfg.eval_every
+        last_frames = frames
         if final:
             break
     writer.close()

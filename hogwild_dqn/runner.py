@@ -113,7 +113,8 @@ def run(cfg: Config, resume: str | None = None) -> int:
     signal.signal(signal.SIGTERM, _on_sigterm)
     status, reason = 0, "finished"
     bar = tqdm(total=cfg.frames, initial=prior["frames"], unit="frame", unit_scale=True, dynamic_ncols=True,
-               disable=not cfg.progress, desc=f"{cfg.game} {cfg.algo} x{threads}")
+               disable=not cfg.progress, desc=f"{cfg.game} {cfg.algo} x{threads}",
+               mininterval=0.5 if sys.stderr.isatty() else 30)  # a log file gets a line every 30 s
     last_log, last_frames, eval_restarts = start, prior["frames"], 0
     try:
         while not all(w.exitcode == 0 for w in workers):

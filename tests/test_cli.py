@@ -11,7 +11,7 @@ BAD = [
     (["--threads", "-2"], "--threads must be a positive integer"),
     (["--threads", "two"], "must be an integer, got 'two'"),
     (["--frames", "0"], "--frames must be a positive integer"),
-    (["--frames", "1.5e3"], "must be an integer, got '1.5e3'"),
+    (["--frames", "2.5"], "argument --frames: must be an integer, got '2.5'"),
     (["--lr", "0"], "--lr must be a positive number"),
     (["--lr", "fast"], "must be a number, got 'fast'"),
     (["--frames", "1000", "--eval-every", "5000"], "--eval-every 5000 is larger than --frames 1000"),
