@@ -40,7 +40,8 @@ def resolve(game: str) -> tuple[bool, str]:
     if game in gym.registry:
         return False, game
     close = difflib.get_close_matches(game, sorted(games.values()) + sorted(gym.registry), n=3, cutoff=0.6)
-    hint = f"; did you mean {', '.join(close)}?" if close else "; give an ALE game (Pong, Breakout, ...) or a gymnasium id"
+    hint = (f"; did you mean {', '.join(close)}?" if close
+            else "; give an ALE game (Pong, Breakout, ...) or a gymnasium id")
     raise ConfigError(f"--game {game!r} is unknown{hint}")
 
 

@@ -29,7 +29,7 @@ def evaluator_process(cfg: Config, spec: EnvSpec, shared: SharedState, run_dir: 
         run_evaluator(cfg, spec, shared, Path(run_dir), results, best, start_time)
     except BaseException:
         errors.put(("evaluator", traceback.format_exc()))
-        raise SystemExit(1)
+        raise SystemExit(1) from None
 
 
 def snapshot(shared: SharedState, frames: int, best: float, cfg: Config, spec: EnvSpec) -> dict:

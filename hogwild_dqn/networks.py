@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import torch
 from torch import nn
 
@@ -28,7 +30,7 @@ class MLPTorso(nn.Module):
         super().__init__()
         sizes = [obs_shape[0]] + [hidden] * layers
         mods = []
-        for a, b in zip(sizes, sizes[1:]):
+        for a, b in itertools.pairwise(sizes):
             mods += [nn.Linear(a, b), nn.ReLU()]
         self.body = nn.Sequential(*mods)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import math
-import queue
 import os
+import queue
 import signal
 import sys
 import time
@@ -98,62 +98,16 @@ def run(cfg: Config, resume: str | None = None) -> int:
     config.save(cfg, run_dir / "config.yaml")
 
     start = time.time()
-    results, errors = ctx.Queue(), ctx.Queue()
-    workers = [ctx.Process(target=worker_process, args=(r, cfg, spec, shared, str(run_dir), errors),
-                           name=f"worker{r}", daemon=True) for r in range(threads)]
-    start_eval = lambda best: ctx.Process(  # noqa: E731
-        target=evaluator_process, name="evaluator", daemon=True,
-        args=(cfg, spec, shared, str(run_dir), results, errors, best, start - prior["wall_seconds"]))
-    evaluator = start_eval(prior["best"])
-    for p in [*workers, evaluator]:
-        p.start()
-
-    evals = list(prior["evals"])
+    procs = Processes(ctx, cfg, spec, shared, run_dir, threads, start - prior["wall_seconds"])
+    procs.evals = list(prior["evals"])
+    procs.start(prior["best"])
     writer = metrics.make_writer(run_dir, "runner")
-    signal.signal(signal.SIGTERM, _on_sigterm)
-    status, reason = 0, "finished"
-    bar = tqdm(total=cfg.frames, initial=prior["frames"], unit="frame", unit_scale=True, dynamic_ncols=True,
-               disable=not cfg.progress, desc=f"{cfg.game} {cfg.algo} x{threads}",
-               mininterval=0.5 if sys.stderr.isatty() else 30)  # a log file gets a line every 30 s
-    last_log, last_frames, eval_restarts = start, prior["frames"], 0
-    try:
-        while not all(w.exitcode == 0 for w in workers):
-            _drain(results, evals)
-            failed = [w for w in workers if w.exitcode not in (None, 0)]
-            if failed:
-                status, reason = 1, f"{failed[0].name} died ({_why(failed[0], errors)})"
-                break
-            if evaluator.exitcode not in (None, 0):
-                tqdm.write(f"evaluator died ({_why(evaluator, errors)}); restarting it", file=sys.stderr)
-                if eval_restarts >= EVAL_RESTARTS:
-                    status, reason = 1, f"evaluator died {eval_restarts + 1} times"
-                    break
-                eval_restarts += 1
-                evaluator = start_eval(max([prior["best"]] + [e["mean_return"] for e in evals]))
-                evaluator.start()
-            frames = shared.frames.value
-            bar.update(min(frames, cfg.frames) - bar.n)
-            if evals:
-                bar.set_postfix_str(f"eval {evals[-1]['mean_return']:.1f}", refresh=False)
-            now = time.time()
-            if now - last_log >= 5:
-                writer.add_scalar(metrics.FPS, (frames - last_frames) / (now - last_log), frames)
-                last_log, last_frames = now, frames
-            time.sleep(0.25)
-    except KeyboardInterrupt:
-        status, reason = 130, "interrupted (SIGINT)"
-    except Stopped:
-        status, reason = 143, "terminated (SIGTERM)"
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        bar.close()
-    stop_all(shared, workers, evaluator, results, evals, wait_for_eval=status == 0)
+    status, reason = watch(procs, cfg, shared, writer, prior["frames"], f"{cfg.game} {cfg.algo} x{threads}")
+    procs.stop(wait_for_eval=status == 0)
 
-    frames = shared.frames.value
-    wall = time.time() - start
+    frames, wall, evals = shared.frames.value, time.time() - start, procs.evals
     best = max([prior["best"]] + [e["mean_return"] for e in evals])
-    state = snapshot(shared, frames, best, cfg, spec)
-    atomic_save(state, run_dir / "checkpoint.pt")
+    atomic_save(snapshot(shared, frames, best, cfg, spec), run_dir / "checkpoint.pt")
     summary = {
         "game": cfg.game, "algo": cfg.algo, "threads": threads, "seed": cfg.seed, "status": reason,
         "frames": frames, "wall_seconds": round(prior["wall_seconds"] + wall, 2),
@@ -175,23 +129,100 @@ def run(cfg: Config, resume: str | None = None) -> int:
     return status
 
 
-def stop_all(shared, workers, evaluator, results, evals, wait_for_eval: bool) -> None:
-    """Stop every child without ever waiting forever: ask, wait a bounded time, then terminate."""
-    shared.stop.set()
-    deadline = time.time() + JOIN_SECONDS
-    for w in workers:
-        w.join(timeout=max(0.0, deadline - time.time()))
-    for w in workers:
-        if w.is_alive():
-            w.terminate()
-            w.join(timeout=2)
-    shared.workers_done.set()  # the evaluator plays its last evaluation on the final weights
-    while evaluator.is_alive():
-        _drain(results, evals)
-        if not wait_for_eval:
-            evaluator.terminate()
-        evaluator.join(timeout=0.25)
-    _drain(results, evals)
+class Processes:
+    """The worker processes and the evaluator of one run, with the queues they report through."""
+
+    def __init__(self, ctx, cfg: Config, spec, shared, run_dir: Path, threads: int, t0: float):
+        self.ctx, self.cfg, self.spec, self.shared, self.run_dir, self.t0 = ctx, cfg, spec, shared, run_dir, t0
+        self.results, self.errors = ctx.Queue(), ctx.Queue()
+        self.workers = [ctx.Process(target=worker_process, name=f"worker{r}", daemon=True,
+                                    args=(r, cfg, spec, shared, str(run_dir), self.errors)) for r in range(threads)]
+        self.evaluator, self.evals, self.eval_restarts, self.best0 = None, [], 0, -math.inf
+
+    def start(self, best: float) -> None:
+        """Start every worker and the evaluator; `best` is the best evaluation of earlier sessions."""
+        self.best0 = best
+        for w in self.workers:
+            w.start()
+        self.start_evaluator(best)
+
+    def start_evaluator(self, best: float) -> None:
+        self.evaluator = self.ctx.Process(target=evaluator_process, name="evaluator", daemon=True, args=(
+            self.cfg, self.spec, self.shared, str(self.run_dir), self.results, self.errors, best, self.t0))
+        self.evaluator.start()
+
+    def check(self) -> str | None:
+        """Collect evaluations; restart a dead evaluator; return why the run must stop, or None."""
+        self.drain()
+        failed = [w for w in self.workers if w.exitcode not in (None, 0)]
+        if failed:
+            return f"{failed[0].name} died ({_why(failed[0], self.errors)})"
+        if self.evaluator.exitcode not in (None, 0):
+            why = _why(self.evaluator, self.errors)
+            if self.eval_restarts >= EVAL_RESTARTS:
+                return f"evaluator died {self.eval_restarts + 1} times ({why})"
+            tqdm.write(f"evaluator died ({why}); restarting it", file=sys.stderr)
+            self.eval_restarts += 1
+            self.start_evaluator(max([self.best0] + [e["mean_return"] for e in self.evals]))
+        return None
+
+    def finished(self) -> bool:
+        return all(w.exitcode == 0 for w in self.workers)
+
+    def drain(self) -> None:
+        while True:
+            try:
+                self.evals.append(self.results.get_nowait())
+            except queue.Empty:
+                return
+
+    def stop(self, wait_for_eval: bool) -> None:
+        """Stop every child without ever waiting forever: ask, wait a bounded time, then terminate."""
+        self.shared.stop.set()
+        deadline = time.time() + JOIN_SECONDS
+        for w in self.workers:
+            w.join(timeout=max(0.0, deadline - time.time()))
+        for w in self.workers:
+            if w.is_alive():
+                w.terminate()
+                w.join(timeout=2)
+        self.shared.workers_done.set()  # the evaluator plays its last evaluation on the final weights
+        while self.evaluator.is_alive():
+            self.drain()
+            if not wait_for_eval:
+                self.evaluator.terminate()
+            self.evaluator.join(timeout=0.25)
+        self.drain()
+
+
+def watch(procs: Processes, cfg: Config, shared, writer, frames0: int, desc: str) -> tuple[int, str]:
+    """Show progress and log frames/s until the workers finish, a process fails, or a signal arrives."""
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    bar = tqdm(total=cfg.frames, initial=frames0, unit="frame", unit_scale=True, dynamic_ncols=True, desc=desc,
+               disable=not cfg.progress, mininterval=0.5 if sys.stderr.isatty() else 30)  # logs: every 30 s
+    last_log, last_frames = time.time(), frames0
+    try:
+        while not procs.finished():
+            failure = procs.check()
+            if failure:
+                return 1, failure
+            frames = shared.frames.value
+            bar.update(min(frames, cfg.frames) - bar.n)
+            if procs.evals:
+                bar.set_postfix_str(f"eval {procs.evals[-1]['mean_return']:.1f}", refresh=False)
+            now = time.time()
+            if now - last_log >= 5:
+                writer.add_scalar(metrics.FPS, (frames - last_frames) / (now - last_log), frames)
+                last_log, last_frames = now, frames
+            time.sleep(0.25)
+        return 0, "finished"
+    except KeyboardInterrupt:
+        return 130, "interrupted (SIGINT)"
+    except Stopped:
+        return 143, "terminated (SIGTERM)"
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        bar.close()
 
 
 def restore(shared, run_dir: Path, cfg: Config) -> dict:
@@ -211,14 +242,6 @@ def restore(shared, run_dir: Path, cfg: Config) -> dict:
     old = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
     return {"frames": int(ckpt["frames"]), "wall_seconds": float(old.get("wall_seconds", 0.0)),
             "evals": old.get("evals", []), "best": float(ckpt.get("best_eval_return", -math.inf))}
-
-
-def _drain(results, evals: list) -> None:
-    while True:
-        try:
-            evals.append(results.get_nowait())
-        except queue.Empty:
-            return
 
 
 def _why(proc, errors) -> str:

@@ -38,7 +38,7 @@ class SharedRMSprop:
 
     @torch.no_grad()
     def step(self, grads: list[torch.Tensor], lr: float) -> None:
-        for p, g, sq in zip(self.params, grads, self.square_avg):
+        for p, g, sq in zip(self.params, grads, self.square_avg, strict=True):
             sq.mul_(self.alpha).addcmul_(g, g, value=1 - self.alpha)
             p.addcdiv_(g, sq.add(self.eps).sqrt_(), value=-lr)
 
@@ -67,7 +67,7 @@ class SharedAdam:
         self.steps += 1
         t = float(self.steps)
         scale = lr * math.sqrt(1 - self.beta2 ** t) / (1 - self.beta1 ** t)
-        for p, g, m, v in zip(self.params, grads, self.exp_avg, self.exp_avg_sq):
+        for p, g, m, v in zip(self.params, grads, self.exp_avg, self.exp_avg_sq, strict=True):
             m.mul_(self.beta1).add_(g, alpha=1 - self.beta1)
             v.mul_(self.beta2).addcmul_(g, g, value=1 - self.beta2)
             p.addcdiv_(m, v.sqrt().add_(self.eps), value=-scale)
@@ -114,7 +114,7 @@ def build_shared(ctx, model: nn.Module, target: nn.Module | None, optimizer_name
 @torch.no_grad()
 def sync_local(local: nn.Module, shared_model: nn.Module) -> None:
     """Refresh a worker's local copy in place (no state-dict building on the hot path)."""
-    for lp, sp in zip(local.parameters(), shared_model.parameters()):
+    for lp, sp in zip(local.parameters(), shared_model.parameters(), strict=True):
         lp.copy_(sp)
 
 
@@ -139,7 +139,7 @@ def add_frames(shared: SharedState, n: int, target_update: int) -> tuple[int, bo
         if shared.target is not None and frames // target_update > shared.target_epoch.value:
             shared.target_epoch.value += 1  # one copy per interval, even if an increment spans two
             with torch.no_grad():
-                for tp, p in zip(shared.target.parameters(), shared.model.parameters()):
+                for tp, p in zip(shared.target.parameters(), shared.model.parameters(), strict=True):
                     tp.copy_(p)
             copied = True
     return frames, copied

@@ -26,7 +26,7 @@ def worker_process(rank: int, cfg: Config, spec: EnvSpec, shared: SharedState, r
         run_worker(rank, cfg, spec, shared, Path(run_dir))
     except BaseException:
         errors.put((f"worker{rank}", traceback.format_exc()))
-        raise SystemExit(1)
+        raise SystemExit(1) from None
 
 
 def act(net: torch.nn.Module, obs: torch.Tensor, eps: float, actor_critic: bool, rng: np.random.Generator) -> int:

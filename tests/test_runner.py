@@ -30,6 +30,16 @@ def test_resume_continues_frames_and_logs(tmp_path):
     assert done.returncode == 2 and "raise --frames" in done.stderr
 
 
+def _start_training(run, *args) -> subprocess.Popen:
+    """Start train.py in the background and return once both workers have begun logging."""
+    proc = subprocess.Popen([sys.executable, str(ROOT / "train.py"), "--no-progress", "--run-dir", str(run), *args],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while not list(run.glob("events.out.tfevents.*.worker1")) and time.time() < deadline:
+        time.sleep(0.5)
+    return proc
+
+
 def _children(pid: int) -> list[int]:
     out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True).stdout
     return [int(x) for x in out.split()]
@@ -37,13 +47,8 @@ def _children(pid: int) -> list[int]:
 
 def test_sigint_stops_everything_with_checkpoint(tmp_path):
     run = tmp_path / "run"
-    proc = subprocess.Popen([sys.executable, str(ROOT / "train.py"), "--no-progress", "--game", "Pong",
-                             "--threads", "2", "--frames", "10000000", "--eval-every", "5000000",
-                             "--run-dir", str(run)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
-    deadline = time.time() + 120
-    while not list(run.glob("events.out.tfevents.*.worker1")) and time.time() < deadline:
-        time.sleep(0.5)
+    proc = _start_training(run, "--game", "Pong", "--threads", "2", "--frames", "10000000",
+                           "--eval-every", "5000000")
     time.sleep(3)  # let the workers learn for a moment
     children = _children(proc.pid)
     assert len(children) >= 3  # two workers and the evaluator (and multiprocessing's helper)
@@ -75,3 +80,19 @@ def _cmdline(pid: int) -> str:
             return f.read().replace("\0", " ")
     except FileNotFoundError:
         return "(gone)"
+
+
+def test_killed_worker_is_noticed_and_run_stops(tmp_path):
+    run = tmp_path / "run"
+    proc = _start_training(run, "--game", "CartPole-v1", "--threads", "2", "--frames", "100000000",
+                           "--eval-every", "50000000")
+    time.sleep(1)
+    spawned = sorted(p for p in _children(proc.pid) if "spawn_main" in _cmdline(p))
+    assert len(spawned) == 3, [_cmdline(p) for p in _children(proc.pid)]  # worker0, worker1, evaluator
+    t0 = time.time()
+    os.kill(spawned[0], signal.SIGKILL)  # workers start first: the lowest pid is worker0
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1 and time.time() - t0 < 15
+    assert "worker0 died (killed by signal 9)" in out
+    assert read_summary(run)["status"] == "worker0 died (killed by signal 9)"
+    assert (run / "checkpoint.pt").is_file()
