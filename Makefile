@@ -15,13 +15,14 @@ CONFIG  ?=
 LOGDIR  ?=
 RESUME  ?=
 ARGS    ?=
+MINUTES ?= 30
 
 opt = $(if $(strip $(2)),$(1) $(2))
 TRAIN_ARGS = $(call opt,--game,$(GAME)) $(call opt,--algo,$(ALGO)) $(call opt,--threads,$(THREADS)) \
              $(call opt,--frames,$(FRAMES)) $(call opt,--seed,$(SEED)) $(call opt,--run-dir,$(RUN_DIR)) \
              $(call opt,--config,$(CONFIG)) $(call opt,--logdir,$(LOGDIR)) $(call opt,--resume,$(RESUME)) $(ARGS)
 
-.PHONY: install train test clean-venv
+.PHONY: install train test soak clean-venv
 
 install: $(STAMP)
 
@@ -36,6 +37,10 @@ train: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q tests
+
+# Memory soak: a real Pong run for MINUTES; RSS of every process at minute 5 and at the end.
+soak: $(STAMP)
+	$(PY) -m hogwild_dqn.soak --minutes $(MINUTES) -- $(TRAIN_ARGS)
 
 clean-venv:
 	rm -rf $(VENV)

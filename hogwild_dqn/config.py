@@ -74,6 +74,8 @@ class Config:
     clip_rewards: bool = _f(True, "Atari, training only: clip rewards to [-1, 1]")
     reward_scale: float = _f(1.0, "training only: rewards are multiplied by this (after Atari's clipping)")
     life_loss_terminal: bool = _f(True, "Atari, training only: a lost life is a terminal for the return maths")
+    # faults
+    max_restarts: int = _f(3, "crashed or killed workers are restarted this many times in all; then the run stops")
     # console and logging
     progress: bool = _f(True, "show a console progress line")
     log_every: int = _f(50, "a worker logs losses every this many updates")
@@ -107,6 +109,8 @@ class Config:
         for e in [self.eps_start, self.eval_epsilon, *self.eps_finals]:
             if not 0 <= e <= 1:
                 raise ConfigError(f"epsilons must lie in [0, 1], got {e}")
+        if isinstance(self.max_restarts, bool) or self.max_restarts < 0:
+            raise ConfigError(f"--max-restarts must be an integer >= 0, got {self.max_restarts!r}")
         if self.noop_max < 0 or self.grad_clip < 0 or self.entropy_beta < 0 or self.eps_anneal_frames < 0:
             raise ConfigError("--noop-max, --grad-clip, --entropy-beta and --eps-anneal-frames must be >= 0")
 

@@ -15,20 +15,23 @@ from hogwild_dqn.checkpoint import atomic_save
 from hogwild_dqn.config import Config
 from hogwild_dqn.envs import EnvSpec, make_env
 from hogwild_dqn.networks import build_network
-from hogwild_dqn.shared import SharedState
+from hogwild_dqn.shared import NONFINITE_EXIT, WORKERS_DONE, NonFinite, SharedState, all_finite
 
 EVAL_SEED_OFFSET = 10_000  # evaluation games never share seeds with the workers'
 
 
-def evaluator_process(cfg: Config, spec: EnvSpec, shared: SharedState, run_dir: str, results, errors,
-                      best: float, start_time: float) -> None:
+def evaluator_process(cfg: Config, spec: EnvSpec, shared: SharedState, run_dir: str, best: float,
+                      start_time: float, report) -> None:
     """Process entry point. CUDA is first touched here, in the child, never in the parent."""
     torch.set_num_threads(1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        run_evaluator(cfg, spec, shared, Path(run_dir), results, best, start_time)
+        run_evaluator(cfg, spec, shared, Path(run_dir), report, best, start_time)
+    except NonFinite as e:
+        report.send(("error", f"evaluator: {e}"))
+        raise SystemExit(NONFINITE_EXIT) from None
     except BaseException:
-        errors.put(("evaluator", traceback.format_exc()))
+        report.send(("error", traceback.format_exc()))
         raise SystemExit(1) from None
 
 
@@ -38,7 +41,8 @@ def snapshot(shared: SharedState, frames: int, best: float, cfg: Config, spec: E
         "model": {k: v.detach().clone() for k, v in shared.model.state_dict().items()},
         "target": None if shared.target is None else {k: v.clone() for k, v in shared.target.state_dict().items()},
         "optimizer": shared.optimizer.state_dict(),
-        "target_epoch": int(shared.target_epoch.value),
+        "target_epoch": int(shared.target_epoch[0]),
+        "worker_eps": shared.worker_eps.clone(), "worker_seed": shared.worker_seed.clone(),
         "frames": frames, "best_eval_return": best, "game": cfg.game, "algo": cfg.algo,
         "obs_shape": list(spec.obs_shape), "n_actions": spec.n_actions, "config": cfg.to_dict(),
     }
@@ -67,7 +71,7 @@ def play(net: torch.nn.Module, env, episodes: int, actor_critic: bool, eps: floa
     return returns
 
 
-def run_evaluator(cfg: Config, spec: EnvSpec, shared: SharedState, run_dir: Path, results, best: float,
+def run_evaluator(cfg: Config, spec: EnvSpec, shared: SharedState, run_dir: Path, report, best: float,
                   start_time: float) -> None:
     """Evaluate every eval_every global frames and once more after the workers finish; then exit."""
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -77,16 +81,19 @@ def run_evaluator(cfg: Config, spec: EnvSpec, shared: SharedState, run_dir: Path
     rng = np.random.default_rng(cfg.seed + EVAL_SEED_OFFSET)
     torch.manual_seed(cfg.seed + EVAL_SEED_OFFSET)
     writer = metrics.make_writer(run_dir, "evaluator")
-    next_eval = (shared.frames.value // cfg.eval_every + 1) * cfg.eval_every
+    next_eval = (shared.frames() // cfg.eval_every + 1) * cfg.eval_every
     last_frames = -1
     while True:
-        final = shared.workers_done.wait(timeout=0.2)
-        frames = shared.frames.value
+        final = shared.is_set(WORKERS_DONE)
+        frames = shared.frames()
         if final and frames == last_frames:
             break  # the final weights were evaluated already
         if not final and frames < next_eval:
+            time.sleep(0.2)
             continue
         state = snapshot(shared, frames, best, cfg, spec)
+        if not all_finite(state["model"].values()):  # never evaluate, let alone save, broken weights
+            raise NonFinite(f"non-finite shared parameters at global frame {frames}")
         net.load_state_dict(state["model"])
         t0 = time.time()
         returns = play(net, env, cfg.eval_episodes, actor_critic, cfg.eval_epsilon, device, rng)
@@ -100,8 +107,9 @@ def run_evaluator(cfg: Config, spec: EnvSpec, shared: SharedState, run_dir: Path
             atomic_save(state, run_dir / "best.pt")
         if not final:  # the runner writes the final checkpoint itself, after every process is gone
             atomic_save(state, run_dir / "checkpoint.pt")
-        results.put({"frames": frames, "wall_seconds": round(time.time() - start_time, 2), "mean_return": mean,
-                     "std_return": std, "episodes": len(returns), "device": device.type})
+        report.send(("eval", {"frames": frames, "wall_seconds": round(time.time() - start_time, 2),
+                              "mean_return": mean, "std_return": std, "episodes": len(returns),
+                              "device": device.type}))
         next_eval = (frames // cfg.eval_every + 1) * cfg.eval_every
         last_frames = frames
         if final:

@@ -3,20 +3,26 @@
 What is shared between processes (all in shared memory, handed to children at spawn):
 - `model`: the one network every worker learns into. Updated lock-free (Hogwild): workers write their
   optimizer steps concurrently without any lock; torn reads/writes are part of the algorithm's design.
-- `target`: the value-based methods' target network (None for A3C). Copied from `model` exactly once per
-  `target_update` global frames, by whichever worker's frame increment crosses the boundary; the claim is
-  made under the frame counter's lock, so no interval is copied twice or skipped.
+- `target`: the value-based methods' target network (None for A3C). Copied from `model` by worker 0 alone,
+  once for each `target_update` interval of global frames (`target_epoch` counts the copies). A single
+  writer needs no lock, so no interval is copied twice, and a worker killed mid-copy blocks no one.
 - `optimizer`: one optimizer whose statistics (RMSProp's g, Adam's moments and step) live in shared
   memory, allocated eagerly before spawning so every process sees the same tensors. Its step is lock-free.
-- `frames`: the global frame counter, an integer protected by its own lock (it drives the schedules,
-  the target sync, the evaluator and the stopping rule, so it must not lose increments).
-- `stop`: set by the runner to ask every worker to finish its segment and exit.
-- `workers_done`: set by the runner once every worker has exited; the evaluator then runs its last
-  evaluation and exits.
+- `worker_frames`: one frame counter per worker, each written by its worker alone; global frames are their
+  sum. They drive the schedules, the target sync, the evaluator and the stopping rule.
+- `flags`: STOP (the runner asks every worker to finish its segment and exit) and WORKERS_DONE (every worker
+  has exited: the evaluator runs its last evaluation and exits). Polled, never waited on.
+- `worker_eps`, `worker_seed`: each worker's drawn final epsilon and current seed (its exploration state),
+  written by the worker, read by checkpoints; a restarted or resumed worker keeps its epsilon.
+
+Nothing here takes a lock: multiprocessing's locks, events and queues deadlock every other process when a
+process is killed while holding one, and a killed worker must never hang the run.
 
 How gradients reach the shared parameters: each worker computes gradients on its *local* copy and passes
 them explicitly to `optimizer.step(grads, lr)`. Nothing aliases `.grad` between the local and the shared
 model, so PyTorch 2.x's `zero_grad()` (which sets grads to None) cannot leave a stale gradient behind.
+A non-finite gradient is never applied: `push_gradients` raises NonFinite first, and the process exits with
+NONFINITE_EXIT, which the runner treats as fatal (no restart, no checkpoint over the last good one).
 """
 
 from __future__ import annotations
@@ -26,6 +32,12 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
+
+NONFINITE_EXIT = 3  # exit status of a process that met NaN/Inf
+
+
+class NonFinite(RuntimeError):
+    """NaN or Inf in a loss, a gradient or the shared parameters; the message names where and when."""
 
 
 class SharedRMSprop:
@@ -84,21 +96,35 @@ class SharedAdam:
         self.steps.copy_(state["steps"])
 
 
+STOP, WORKERS_DONE = 0, 1  # indices into SharedState.flags
+
+
 @dataclass
 class SharedState:
     """Everything the processes share; built once in the parent before spawning (see the module doc)."""
     model: nn.Module
     target: nn.Module | None
     optimizer: SharedRMSprop | SharedAdam
-    frames: object        # multiprocessing Value('q'), with its lock
-    target_epoch: object  # multiprocessing Value('q'): index of the last target_update interval copied
-    stop: object          # multiprocessing Event
-    workers_done: object  # multiprocessing Event
+    worker_frames: torch.Tensor  # [threads] int64, each worker's frame count (global frames = sum)
+    target_epoch: torch.Tensor   # [1] int64, target copies so far (= intervals covered)
+    flags: torch.Tensor          # [2] uint8, STOP and WORKERS_DONE
+    worker_eps: torch.Tensor     # [threads] float64, NaN until the worker has drawn its final epsilon
+    worker_seed: torch.Tensor    # [threads] int64, the seed each worker (re)started with
+
+    def frames(self) -> int:
+        """Global frames, all workers together."""
+        return int(self.worker_frames.sum())
+
+    def set(self, flag: int) -> None:
+        self.flags[flag] = 1
+
+    def is_set(self, flag: int) -> bool:
+        return bool(self.flags[flag])
 
 
-def build_shared(ctx, model: nn.Module, target: nn.Module | None, optimizer_name: str, *, rms_alpha: float,
-                 rms_eps: float, adam_betas, adam_eps: float) -> SharedState:
-    """Move the networks into shared memory and allocate the optimizer's shared statistics."""
+def build_shared(model: nn.Module, target: nn.Module | None, optimizer_name: str, *, threads: int,
+                 rms_alpha: float, rms_eps: float, adam_betas, adam_eps: float) -> SharedState:
+    """Move the networks into shared memory and allocate the optimizer's statistics and the counters."""
     model.share_memory()
     if target is not None:
         target.load_state_dict(model.state_dict())
@@ -108,7 +134,10 @@ def build_shared(ctx, model: nn.Module, target: nn.Module | None, optimizer_name
         opt = SharedAdam(model.parameters(), tuple(adam_betas), adam_eps)
     else:
         opt = SharedRMSprop(model.parameters(), rms_alpha, rms_eps)
-    return SharedState(model, target, opt, ctx.Value("q", 0), ctx.Value("q", 0), ctx.Event(), ctx.Event())
+    zeros = lambda n, dtype: torch.zeros(n, dtype=dtype).share_memory_()  # noqa: E731
+    return SharedState(model, target, opt, zeros(threads, torch.int64), zeros(1, torch.int64),
+                       zeros(2, torch.uint8), torch.full((threads,), math.nan, dtype=torch.float64).share_memory_(),
+                       zeros(threads, torch.int64))
 
 
 @torch.no_grad()
@@ -119,27 +148,36 @@ def sync_local(local: nn.Module, shared_model: nn.Module) -> None:
 
 
 def push_gradients(local: nn.Module, shared: SharedState, lr: float, grad_clip: float) -> float:
-    """Clip the local gradients and apply them to the shared parameters; return the pre-clip norm."""
-    params = [p for p in local.parameters()]
-    norm = torch.nn.utils.clip_grad_norm_(params, grad_clip) if grad_clip > 0 else torch.tensor(0.0)
+    """Clip the local gradients and apply them to the shared parameters; return the pre-clip norm.
+
+    Raises NonFinite, before touching the shared parameters, if the gradient holds NaN or Inf.
+    """
+    params = list(local.parameters())
+    norm = float(torch.nn.utils.clip_grad_norm_(params, grad_clip if grad_clip > 0 else math.inf))
+    if not math.isfinite(norm):
+        raise NonFinite(f"non-finite gradient (norm {norm})")
     grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
     shared.optimizer.step(grads, lr)
-    return float(norm)
+    return norm
 
 
-def add_frames(shared: SharedState, n: int, target_update: int) -> tuple[int, bool]:
-    """Count `n` new frames; copy the target network if this increment crossed an interval boundary.
+def all_finite(tensors) -> bool:
+    """True if no tensor holds NaN or Inf."""
+    return all(bool(torch.isfinite(t).all()) for t in tensors)
 
-    Returns (global frames after the increment, whether this call made the copy).
-    """
-    with shared.frames.get_lock():
-        shared.frames.value += n
-        frames = shared.frames.value
-        copied = False
-        if shared.target is not None and frames // target_update > shared.target_epoch.value:
-            shared.target_epoch.value += 1  # one copy per interval, even if an increment spans two
-            with torch.no_grad():
-                for tp, p in zip(shared.target.parameters(), shared.model.parameters(), strict=True):
-                    tp.copy_(p)
-            copied = True
-    return frames, copied
+
+def add_frames(shared: SharedState, rank: int, n: int) -> int:
+    """Count `n` new frames of worker `rank` (its own slot: no lock); return the global frames."""
+    shared.worker_frames[rank] += n
+    return shared.frames()
+
+
+@torch.no_grad()
+def maybe_sync_target(shared: SharedState, frames: int, target_update: int) -> bool:
+    """Worker 0 only: copy the target network once for the next interval that `frames` has reached."""
+    if shared.target is None or frames // target_update <= int(shared.target_epoch[0]):
+        return False
+    for tp, p in zip(shared.target.parameters(), shared.model.parameters(), strict=True):
+        tp.copy_(p)
+    shared.target_epoch[0] += 1  # one copy per interval; an interval missed while worker 0 restarted follows
+    return True

@@ -1,11 +1,12 @@
-"""Helpers to run train.py for real, in a subprocess, as a user would."""
+"""Helpers to run train.py for real, in a subprocess, as a user would, and to look at its processes."""
 
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
-import pytest
+import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -13,13 +14,41 @@ ROOT = Path(__file__).resolve().parent.parent
 def run_train(*args, timeout=600, **kwargs) -> subprocess.CompletedProcess:
     """Run `python train.py ARGS` from the repo root; capture its output."""
     return subprocess.run([sys.executable, str(ROOT / "train.py"), "--no-progress", *map(str, args)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=timeout, **kwargs)
+                          capture_output=True, text=True, timeout=timeout, check=False, **kwargs)
+
+
+def start_train(run: Path, *args, **kwargs) -> subprocess.Popen:
+    """Start train.py in the background; return once both workers have begun logging."""
+    proc = subprocess.Popen([sys.executable, str(ROOT / "train.py"), "--no-progress", "--run-dir", str(run),
+                             *map(str, args)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            **kwargs)
+    deadline = time.time() + 120
+    while not list(run.glob("events.out.tfevents.*.worker1")) and time.time() < deadline:
+        time.sleep(0.3)
+    time.sleep(1)
+    return proc
+
+
+def spawned_children(pid: int) -> list[psutil.Process]:
+    """The trainer's spawned children in start order: worker0, worker1, ..., evaluator."""
+    kids = [p for p in psutil.Process(pid).children() if "spawn_main" in " ".join(p.cmdline())]
+    return sorted(kids, key=lambda p: (p.create_time(), p.pid))
+
+
+def alive(proc: psutil.Process) -> bool:
+    try:
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def wait_gone(procs: list[psutil.Process], seconds: float) -> list[psutil.Process]:
+    """Wait up to `seconds` for the processes to end; return those still running."""
+    deadline = time.time() + seconds
+    while [p for p in procs if alive(p)] and time.time() < deadline:
+        time.sleep(0.1)
+    return [p for p in procs if alive(p)]
 
 
 def read_summary(run_dir: Path) -> dict:
     return json.loads((Path(run_dir) / "summary.json").read_text())
-
-
-@pytest.fixture
-def train():
-    return run_train

@@ -6,7 +6,15 @@ import torch
 import torch.multiprocessing as mp
 from torch import nn
 
-from hogwild_dqn.shared import SharedAdam, SharedRMSprop, add_frames, build_shared, push_gradients, sync_local
+from hogwild_dqn.shared import (
+    SharedAdam,
+    SharedRMSprop,
+    add_frames,
+    build_shared,
+    maybe_sync_target,
+    push_gradients,
+    sync_local,
+)
 
 
 def reference_rmsprop(p, grads, lr, alpha, eps):
@@ -50,7 +58,7 @@ def test_shared_adam_matches_torch_adam():
 
 def test_optimizer_state_is_in_shared_memory():
     net = nn.Linear(3, 2)
-    shared = build_shared(mp.get_context("spawn"), net, None, "rmsprop", rms_alpha=0.99, rms_eps=0.1,
+    shared = build_shared(net, None, "rmsprop", threads=3, rms_alpha=0.99, rms_eps=0.1,
                           adam_betas=[0.9, 0.999], adam_eps=1e-8)
     assert all(p.is_shared() for p in net.parameters())
     assert all(t.is_shared() for t in shared.optimizer.square_avg)
@@ -60,7 +68,7 @@ def test_no_stale_gradient_after_zero_grad_sets_none():
     """Two pushes with different gradients apply exactly those two, even though zero_grad() sets None."""
     torch.manual_seed(0)
     shared_net, local = nn.Linear(2, 1, bias=False), nn.Linear(2, 1, bias=False)
-    shared = build_shared(mp.get_context("spawn"), shared_net, None, "rmsprop", rms_alpha=0.99, rms_eps=0.1,
+    shared = build_shared(shared_net, None, "rmsprop", threads=3, rms_alpha=0.99, rms_eps=0.1,
                           adam_betas=[0.9, 0.999], adam_eps=1e-8)
     start = shared_net.weight.detach().clone().flatten().tolist()
     grads = []
@@ -83,7 +91,7 @@ def _child_step(shared, grad_value, steps):
 def test_child_process_updates_land_in_parent_tensors():
     ctx = mp.get_context("spawn")
     net = nn.Linear(2, 2)
-    shared = build_shared(ctx, net, None, "rmsprop", rms_alpha=0.99, rms_eps=0.1, adam_betas=[0.9, 0.999],
+    shared = build_shared(net, None, "rmsprop", threads=3, rms_alpha=0.99, rms_eps=0.1, adam_betas=[0.9, 0.999],
                           adam_eps=1e-8)
     start = [p.detach().clone().flatten().tolist() for p in net.parameters()]
     for grad_value in (1.0, -0.5):  # one child after the other, so the result is deterministic
@@ -97,29 +105,36 @@ def test_child_process_updates_land_in_parent_tensors():
     assert shared.optimizer.square_avg[0].abs().sum() > 0  # the statistics are shared too
 
 
-def _child_count_frames(shared, calls, n, interval, out):
+def _child_count_frames(shared, rank, calls, n, interval, out):
     torch.set_num_threads(1)
-    copies = 0
+    copies, frames = [], 0
     for _ in range(calls):
         with torch.no_grad():
             for p in shared.model.parameters():
                 p.add_(1.0)  # the model keeps changing under the copies, as in training
-        copies += add_frames(shared, n, interval)[1]
-    out.put(copies)
+        frames = add_frames(shared, rank, n)
+        if rank == 0 and maybe_sync_target(shared, frames, interval):
+            copies.append(frames)
+    out.put((rank, copies, frames))
 
 
-def test_target_synced_exactly_once_per_interval_under_races():
+def test_frames_count_and_target_sync_once_per_interval_across_processes():
     ctx = mp.get_context("spawn")
-    shared = build_shared(ctx, nn.Linear(2, 2), nn.Linear(2, 2), "rmsprop", rms_alpha=0.99, rms_eps=0.1,
+    shared = build_shared(nn.Linear(2, 2), nn.Linear(2, 2), "rmsprop", threads=3, rms_alpha=0.99, rms_eps=0.1,
                           adam_betas=[0.9, 0.999], adam_eps=1e-8)
     out = ctx.Queue()
-    procs = [ctx.Process(target=_child_count_frames, args=(shared, 3000, 7, 100, out)) for _ in range(3)]
+    procs = [ctx.Process(target=_child_count_frames, args=(shared, r, 3000, 7, 100, out)) for r in range(3)]
     for p in procs:
         p.start()
-    copies = [out.get(timeout=120) for _ in procs]
+    reports = dict((r, (c, f)) for r, c, f in (out.get(timeout=120) for _ in procs))
     for p in procs:
         p.join(timeout=30)
         assert p.exitcode == 0
-    assert shared.frames.value == 3 * 3000 * 7
-    assert sum(copies) == shared.frames.value // 100 == shared.target_epoch.value
-    assert sum(c > 0 for c in copies) >= 2  # the copies were made by different workers
+    assert shared.worker_frames.tolist() == [21000, 21000, 21000] and shared.frames() == 63000
+    copies, last_seen = reports[0]
+    # one copy per interval, never before its interval was reached, none skipped up to what worker 0 saw
+    assert [f // 100 >= k for k, f in enumerate(copies, start=1)] == [True] * len(copies)
+    assert len(copies) == int(shared.target_epoch[0]) == last_seen // 100
+    while maybe_sync_target(shared, shared.frames(), 100):  # a later worker-0 step catches up on the rest
+        pass
+    assert int(shared.target_epoch[0]) == 630 and torch.equal(shared.target.weight, shared.model.weight)

@@ -11,7 +11,8 @@ from tests.conftest import read_summary, run_train
 def test_pong_run_dir_contents(tmp_path):
     run = tmp_path / "pong"
     proc = run_train("--game", "Pong", "--algo", "a3c", "--threads", 2, "--frames", 6000, "--eval-every", 3000,
-                     "--eval-episodes", 1, "--max-episode-frames", 3000, "--run-dir", run, timeout=600)
+                     "--eval-episodes", 1, "--max-episode-frames", 3000, "--log-every", 10, "--run-dir", run,
+                     timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     for name in ("config.yaml", "checkpoint.pt", "best.pt", "summary.json"):
         assert (run / name).is_file(), name
@@ -32,16 +33,18 @@ def test_pong_run_dir_contents(tmp_path):
     events.Reload()
     tags = set(events.Tags()["scalars"])
     for tag in ("eval/mean_return", "charts/learning_rate", "losses/entropy/w0", "losses/policy_loss/w1",
-                "charts/episodic_return/w0", "hparam/best_eval_return"):
+                "perf/frames_per_second", "hparam/best_eval_return"):
         assert tag in tags, (tag, sorted(tags))
+    # whole games of 3000 frames: at least one worker finished one (a busy machine may starve the other)
+    assert {"charts/episodic_return/w0", "charts/episodic_return/w1"} & tags, sorted(tags)
     assert events.Scalars("eval/mean_return")[-1].step == s["frames"]  # x-axis: global frames
 
 
 def test_nq_pong_runs_and_syncs_target(tmp_path):
     run = tmp_path / "nq"
     proc = run_train("--game", "Pong", "--algo", "nq", "--threads", 2, "--frames", 3000, "--eval-every", 3000,
-                     "--eval-episodes", 1, "--max-episode-frames", 2000, "--target-update", 1000, "--run-dir", run,
-                     timeout=600)
+                     "--eval-episodes", 1, "--max-episode-frames", 2000, "--target-update", 1000, "--log-every", 5,
+                     "--run-dir", run, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     ckpt = torch.load(run / "checkpoint.pt", weights_only=True)
     assert ckpt["target_epoch"] == ckpt["frames"] // 1000

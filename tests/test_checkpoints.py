@@ -1,0 +1,87 @@
+"""Checkpoints: atomic under SIGKILL, resume continues exactly where the run stopped, bad files refused."""
+
+import hashlib
+import os
+import signal
+import time
+
+import torch
+import torch.multiprocessing as mp
+
+from hogwild_dqn.checkpoint import atomic_save
+from tests.conftest import read_summary, run_train
+
+
+def _write_forever(path: str) -> None:
+    version = 0
+    while True:
+        version += 1
+        atomic_save({"version": version, "blob": torch.full((2_000_000,), float(version))}, path)
+
+
+def test_kill_during_write_leaves_previous_checkpoint(tmp_path):
+    path = tmp_path / "checkpoint.pt"
+    ctx = mp.get_context("spawn")
+    for attempt in range(5):
+        writer = ctx.Process(target=_write_forever, args=(str(path),))
+        writer.start()
+        while not path.exists():
+            time.sleep(0.01)
+        time.sleep(0.05 + 0.13 * attempt)  # land the kill at different points of a write
+        os.kill(writer.pid, signal.SIGKILL)
+        writer.join(timeout=10)
+        ckpt = torch.load(path, weights_only=True)  # always a whole file: an old version or the new one
+        assert ckpt["version"] >= 1 and bool((ckpt["blob"] == float(ckpt["version"])).all())
+
+
+def _sha(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_resume_continues_frames_schedules_and_logs(tmp_path):
+    run = tmp_path / "run"
+    first = run_train("--game", "CartPole-v1", "--algo", "nq", "--threads", 2, "--frames", 6000,
+                      "--eval-every", 3000, "--eval-episodes", 2, "--run-dir", run)
+    assert first.returncode == 0, first.stderr[-2000:]
+    before = read_summary(run)
+    saved = torch.load(run / "checkpoint.pt", weights_only=True)
+    events_before = {p.name for p in run.glob("events.out.tfevents.*")}
+    again = run_train("--resume", run, "--frames", 9000)
+    assert again.returncode == 0, again.stderr[-2000:]
+    after = read_summary(run)
+    assert after["frames"] >= 9000 and after["evals"][: len(before["evals"])] == before["evals"]
+    assert after["evals"][-1]["frames"] == after["frames"] and after["wall_seconds"] > before["wall_seconds"]
+    assert events_before < {p.name for p in run.glob("events.out.tfevents.*")}  # appended beside the old ones
+    ckpt = torch.load(run / "checkpoint.pt", weights_only=True)
+    assert ckpt["frames"] == after["frames"] and ckpt["target_epoch"] == after["frames"] // 1000
+    assert torch.equal(ckpt["worker_eps"], saved["worker_eps"])  # each worker kept its exploration
+    assert ckpt["config"]["frames"] == 9000 and ckpt["optimizer"]["square_avg"][0].abs().sum() > 0
+    done = run_train("--resume", run, "--frames", 9000)
+    assert done.returncode == 2 and "raise --frames" in done.stderr
+
+
+def test_checkpoint_of_another_game_or_shape_is_refused(tmp_path):
+    a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    for run, args in ((a, ["--game", "CartPole-v1"]), (b, ["--game", "Acrobot-v1"]),
+                      (c, ["--game", "CartPole-v1", "--hidden", "32"])):
+        proc = run_train(*args, "--threads", 1, "--frames", 1000, "--eval-every", 1000, "--eval-episodes", 1,
+                         "--run-dir", run)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    for target, message in ((b, "is for CartPole-v1/a3c, not Acrobot-v1/a3c"), (c, "does not fit this network")):
+        (target / "checkpoint.pt").write_bytes((a / "checkpoint.pt").read_bytes())
+        sha = _sha(target / "checkpoint.pt")
+        proc = run_train("--resume", target, "--frames", 2000)
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert message in proc.stderr and str(target / "checkpoint.pt") in proc.stderr
+        assert _sha(target / "checkpoint.pt") == sha
+
+
+def test_truncated_checkpoint_is_refused(tmp_path):
+    run = tmp_path / "run"
+    assert run_train("--game", "CartPole-v1", "--threads", 1, "--frames", 1000, "--eval-every", 1000,
+                     "--eval-episodes", 1, "--run-dir", run).returncode == 0
+    data = (run / "checkpoint.pt").read_bytes()
+    (run / "checkpoint.pt").write_bytes(data[: len(data) // 2])
+    proc = run_train("--resume", run, "--frames", 2000)
+    assert proc.returncode == 2 and "truncated or corrupted" in proc.stderr and "Traceback" not in proc.stderr
+    assert (run / "checkpoint.pt").read_bytes() == data[: len(data) // 2]

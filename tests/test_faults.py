@@ -1,0 +1,113 @@
+"""Faults while training, done for real: SIGKILL, out of memory, signals to the main process, NaN."""
+
+import hashlib
+import os
+import signal
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+import torch
+
+from tests.conftest import read_summary, run_train, spawned_children, start_train, wait_gone
+
+LONG = ["--game", "CartPole-v1", "--threads", 2, "--frames", 10**9, "--eval-every", 10**8]
+
+
+def test_killed_worker_is_restarted_and_training_finishes(tmp_path):
+    run = tmp_path / "run"
+    proc = start_train(run, "--game", "CartPole-v1", "--threads", 2, "--frames", 40000, "--eval-every", 20000)
+    worker0 = spawned_children(proc.pid)[0]
+    t0 = time.time()
+    worker0.kill()
+    out, err = proc.communicate(timeout=180)
+    assert proc.returncode == 0, err[-2000:]
+    assert "worker0 died (killed by signal 9); restart 1 of 3, seed 1001" in err
+    assert read_summary(run)["frames"] >= 40000 and time.time() - t0 < 120
+
+
+def test_worker_out_of_memory_is_logged_with_traceback_and_restarted(tmp_path):
+    run = tmp_path / "run"
+    proc = start_train(run, "--game", "Pong", "--threads", 2, "--frames", 10**9, "--eval-every", 10**8)
+    worker1 = spawned_children(proc.pid)[1]
+    # the kernel refuses the worker any further memory: its next large allocation raises
+    worker1.rlimit(psutil.RLIMIT_AS, (worker1.memory_info().vms, psutil.RLIM_INFINITY))
+    log_file, deadline = run / "errors.log", time.time() + 60
+    while not (log_file.exists() and "--- worker1 " in log_file.read_text()):
+        if time.time() > deadline or proc.poll() is not None:
+            proc.kill()
+            raise AssertionError(f"no report of worker1's death: {proc.communicate()[1][-2000:]}")
+        time.sleep(0.2)
+    time.sleep(3)
+    assert proc.poll() is None  # restarted, still training
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    log = (run / "errors.log").read_text()
+    assert "Traceback (most recent call last)" in log and "worker1" in log
+    assert "worker1 died (" in err and "restart 1 of 3, seed 1002" in err
+
+
+def test_restarts_used_up_stop_the_run_with_a_checkpoint(tmp_path):
+    run = tmp_path / "run"
+    proc = start_train(run, *LONG, "--max-restarts", 0)
+    t0 = time.time()
+    spawned_children(proc.pid)[0].kill()
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1 and time.time() - t0 < 15
+    reason = "worker0 died (killed by signal 9) and the 0 restarts allowed are used up"
+    assert reason in out and read_summary(run)["status"] == reason
+    assert torch.load(run / "checkpoint.pt", weights_only=True)["frames"] > 0
+
+
+def test_killed_evaluator_is_restarted_while_training_goes_on(tmp_path):
+    run = tmp_path / "run"
+    proc = start_train(run, "--game", "CartPole-v1", "--threads", 2, "--frames", 40000, "--eval-every", 10000)
+    spawned_children(proc.pid)[-1].kill()
+    out, err = proc.communicate(timeout=180)
+    assert proc.returncode == 0, err[-2000:]
+    assert "evaluator died (killed by signal 9); restarting it, training goes on" in err
+    s = read_summary(run)
+    assert s["frames"] >= 40000 and s["evals"][-1]["frames"] == s["frames"]
+
+
+def _listing(path: Path) -> set[str]:
+    return set(os.listdir(path))
+
+
+def test_sigterm_and_sigint_stop_everything_and_leave_nothing_behind(tmp_path):
+    for sig, status in ((signal.SIGTERM, 143), (signal.SIGINT, 130)):
+        run, tmp = tmp_path / f"run{sig}", tmp_path / f"tmp{sig}"
+        tmp.mkdir()
+        shm_before = _listing(Path("/dev/shm"))
+        proc = start_train(run, "--game", "Pong", "--threads", 2, "--frames", 10**9, "--eval-every", 10**8,
+                           env={**os.environ, "TMPDIR": str(tmp)})
+        children = psutil.Process(proc.pid).children(recursive=True)
+        assert len(children) >= 3
+        t0 = time.time()
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=30)
+        assert time.time() - t0 < 10 and proc.returncode == status, err[-2000:]
+        s = read_summary(run)
+        assert s["status"].startswith(("terminated", "interrupted")) and s["frames"] > 0
+        assert torch.load(run / "checkpoint.pt", weights_only=True)["frames"] == s["frames"]
+        assert not wait_gone(children, 5), "orphan processes"
+        assert _listing(Path("/dev/shm")) - shm_before == set()
+        assert _listing(tmp) == set() and not list(run.glob(".*.tmp"))
+    assert Path(tempfile.gettempdir()).exists()
+
+
+def test_nan_stops_training_and_keeps_the_last_good_checkpoint(tmp_path):
+    run = tmp_path / "run"
+    good = run_train("--game", "CartPole-v1", "--threads", 2, "--frames", 4000, "--eval-every", 2000,
+                     "--eval-episodes", 2, "--run-dir", run)
+    assert good.returncode == 0, good.stderr[-2000:]
+    sha = hashlib.sha256((run / "checkpoint.pt").read_bytes()).hexdigest()
+    # a learning rate of 1e30 blows the weights up within a couple of updates: a real NaN/Inf in the loss
+    bad = run_train("--resume", run, "--frames", 100000, "--lr", 1e30)
+    assert bad.returncode == 1, bad.stderr[-2000:]
+    line = bad.stdout.strip().splitlines()[-1]
+    assert "non-finite" in line and "at update" in line and "global frame" in line
+    assert line.startswith(("worker0: ", "worker1: "))
+    assert hashlib.sha256((run / "checkpoint.pt").read_bytes()).hexdigest() == sha
+    assert read_summary(run)["status"].startswith(("worker0: non-finite", "worker1: non-finite"))
