@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
             if train.poll() is not None:
                 print(f"soak: train.py exited early with status {train.returncode}", file=sys.stderr)
                 return 1
-            names = roles(main_proc) if len(names) < 3 else names
+            names = roles(main_proc)  # again each time: a restarted worker is a new process
             samples.append({"minute": round(minute, 3), "rss_mib": rss_mib(names)})
             if base is None and minute >= args.from_minute:
                 base = samples[-1]
@@ -80,9 +80,12 @@ def main(argv: list[str] | None = None) -> int:
         end = {"minute": round((time.time() - start) / 60, 3), "rss_mib": rss_mib(names)}
         samples.append(end)
     finally:
-        if train.poll() is None:
-            train.send_signal(signal.SIGINT)
-            train.wait(timeout=60)
+        if train.poll() is None:  # SIGTERM: the trainer checkpoints and exits (SIGINT may be ignored in background)
+            train.send_signal(signal.SIGTERM)
+            try:
+                train.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                train.kill()
     base = base or samples[0]
     heads = [f"RSS at min {base['minute']:.1f}", f"RSS at min {end['minute']:.1f}"]
     print(f"{'process':<18}{heads[0]:>18}{heads[1]:>18}{'growth':>10}")

@@ -1,0 +1,32 @@
+"""The soak script on a real (short) run: it finds every process and reports their resident memory."""
+
+import json
+import os
+import subprocess
+import sys
+
+from tests.conftest import ROOT, run_train
+
+
+def test_soak_reports_every_process(tmp_path):
+    run = tmp_path / "soak"
+    proc = subprocess.run([sys.executable, "-m", "hogwild_dqn.soak", "--minutes", "0.5", "--from-minute", "0.25",
+                           "--interval", "2", "--max-growth", "50", "--run-dir", str(run), "--",
+                           "--game", "CartPole-v1", "--threads", "2"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
+    rows = {line.split()[0]: line for line in proc.stdout.splitlines()}
+    for name in ("main", "worker0", "worker1", "evaluator"):
+        assert name in rows and "MiB" in rows[name], proc.stdout
+    data = json.loads((run / "soak.json").read_text())
+    last = data["samples"][-1]["rss_mib"]
+    assert len(data["samples"]) >= 5 and all(last[n] > 50 for n in ("main", "worker0", "worker1", "evaluator"))
+    assert (run / "checkpoint.pt").is_file()  # the trainer was stopped cleanly, with its checkpoint
+
+
+def test_threads_above_core_count_warn_but_run(tmp_path):
+    threads = (os.cpu_count() or 1) + 1
+    proc = run_train("--game", "CartPole-v1", "--threads", threads, "--frames", 2000, "--eval-every", 2000,
+                     "--eval-episodes", 1, "--run-dir", tmp_path / "run")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert f"warning: {threads} workers on {os.cpu_count()} cores oversubscribe the CPU" in proc.stderr
