@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import signal
 import time
-import traceback
 from pathlib import Path
 
 import numpy as np
@@ -15,24 +13,15 @@ from hogwild_dqn.checkpoint import atomic_save
 from hogwild_dqn.config import Config
 from hogwild_dqn.envs import EnvSpec, make_env
 from hogwild_dqn.networks import build_network
-from hogwild_dqn.shared import NONFINITE_EXIT, WORKERS_DONE, NonFinite, SharedState, all_finite
+from hogwild_dqn.shared import WORKERS_DONE, NonFinite, SharedState, all_finite, run_child
 
 EVAL_SEED_OFFSET = 10_000  # evaluation games never share seeds with the workers'
 
 
 def evaluator_process(cfg: Config, spec: EnvSpec, shared: SharedState, run_dir: str, best: float,
                       start_time: float, report) -> None:
-    """Process entry point. CUDA is first touched here, in the child, never in the parent."""
-    torch.set_num_threads(1)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        run_evaluator(cfg, spec, shared, Path(run_dir), report, best, start_time)
-    except NonFinite as e:
-        report.send(("error", f"evaluator: {e}"))
-        raise SystemExit(NONFINITE_EXIT) from None
-    except BaseException:
-        report.send(("error", traceback.format_exc()))
-        raise SystemExit(1) from None
+    """Process entry point (spawn). CUDA is first touched here, in the child, never in the parent."""
+    run_child("evaluator", report, run_evaluator, cfg, spec, shared, Path(run_dir), report, best, start_time)
 
 
 def snapshot(shared: SharedState, frames: int, best: float, cfg: Config, spec: EnvSpec) -> dict:

@@ -102,15 +102,7 @@ def run(cfg: Config, resume: str | None = None) -> int:
         print(f"{run_dir / 'checkpoint.pt'} left as it was: the run met NaN/Inf", file=sys.stderr)
     else:
         atomic_save(snapshot(shared, frames, best, cfg, spec), run_dir / "checkpoint.pt")
-    summary = {
-        "game": cfg.game, "algo": cfg.algo, "threads": threads, "seed": cfg.seed, "status": reason,
-        "frames": frames, "wall_seconds": round(prior["wall_seconds"] + wall, 2),
-        "frames_per_second": round((frames - prior["frames"]) / max(wall, 1e-9), 1),
-        "best_eval_return": best if evals else None,
-        "evaluator_device": next((e["device"] for e in reversed(evals) if "device" in e), prior["device"]),
-        "evals": [{k: e[k] for k in ("frames", "wall_seconds", "mean_return", "std_return", "episodes")}
-                  for e in evals],
-    }
+    summary = make_summary(cfg, threads, reason, frames, wall, prior, evals, best)
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     writer.add_scalar(metrics.FPS, summary["frames_per_second"], frames)
     metrics.write_hparams(writer, {"game": cfg.game, "algo": cfg.algo, "threads": threads, "seed": cfg.seed,
@@ -122,6 +114,20 @@ def run(cfg: Config, resume: str | None = None) -> int:
     print(f"{reason}: {frames} frames in {wall:.0f}s ({summary['frames_per_second']:.0f} frames/s), "
           f"best eval {summary['best_eval_return']}, run dir {run_dir}")
     return status
+
+
+def make_summary(cfg: Config, threads: int, reason: str, frames: int, wall: float, prior: dict, evals: list,
+                 best: float) -> dict:
+    """summary.json: totals over every session of the run, and every evaluation."""
+    return {
+        "game": cfg.game, "algo": cfg.algo, "threads": threads, "seed": cfg.seed, "status": reason,
+        "frames": frames, "wall_seconds": round(prior["wall_seconds"] + wall, 2),
+        "frames_per_second": round((frames - prior["frames"]) / max(wall, 1e-9), 1),  # this session's
+        "best_eval_return": best if evals else None,
+        "evaluator_device": next((e["device"] for e in reversed(evals) if "device" in e), prior["device"]),
+        "evals": [{k: e[k] for k in ("frames", "wall_seconds", "mean_return", "std_return", "episodes")}
+                  for e in evals],
+    }
 
 
 def restore(shared, run_dir: Path, cfg: Config) -> dict:

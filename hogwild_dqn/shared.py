@@ -28,6 +28,8 @@ NONFINITE_EXIT, which the runner treats as fatal (no restart, no checkpoint over
 from __future__ import annotations
 
 import math
+import signal
+import traceback
 from dataclasses import dataclass
 
 import torch
@@ -38,6 +40,20 @@ NONFINITE_EXIT = 3  # exit status of a process that met NaN/Inf
 
 class NonFinite(RuntimeError):
     """NaN or Inf in a loss, a gradient or the shared parameters; the message names where and when."""
+
+
+def run_child(name: str, report, fn, *args) -> None:
+    """Body of every child process: one torch thread, Ctrl-C left to the runner, failures sent up `report`."""
+    torch.set_num_threads(1)  # N processes on N cores: more threads each would only fight over them
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the runner handles Ctrl-C and asks the children to stop
+    try:
+        fn(*args)
+    except NonFinite as e:
+        report.send(("error", f"{name}: {e}"))
+        raise SystemExit(NONFINITE_EXIT) from None
+    except BaseException:
+        report.send(("error", traceback.format_exc()))
+        raise SystemExit(1) from None
 
 
 class SharedRMSprop:

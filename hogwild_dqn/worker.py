@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import math
-import signal
-import traceback
 from pathlib import Path
 
 import numpy as np
@@ -17,30 +15,21 @@ from hogwild_dqn.envs import EnvSpec, make_env
 from hogwild_dqn.exploration import draw_final_epsilon, epsilon, learning_rate
 from hogwild_dqn.networks import build_network
 from hogwild_dqn.shared import (
-    NONFINITE_EXIT,
     STOP,
     NonFinite,
     SharedState,
     add_frames,
     maybe_sync_target,
     push_gradients,
+    run_child,
     sync_local,
 )
 
 
 def worker_process(rank: int, seed: int, cfg: Config, spec: EnvSpec, shared: SharedState, run_dir: str,
                    report) -> None:
-    """Process entry point: one torch thread, Ctrl-C left to the runner, failures sent up `report` (a pipe)."""
-    torch.set_num_threads(1)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the runner handles Ctrl-C and asks us to stop
-    try:
-        run_worker(rank, seed, cfg, spec, shared, Path(run_dir))
-    except NonFinite as e:
-        report.send(("error", f"worker{rank}: {e}"))
-        raise SystemExit(NONFINITE_EXIT) from None
-    except BaseException:
-        report.send(("error", traceback.format_exc()))
-        raise SystemExit(1) from None
+    """Process entry point (spawn); failures go up `report`, a pipe to the runner."""
+    run_child(f"worker{rank}", report, run_worker, rank, seed, cfg, spec, shared, Path(run_dir))
 
 
 def act(net: torch.nn.Module, obs: torch.Tensor, eps: float, actor_critic: bool, rng: np.random.Generator) -> int:
