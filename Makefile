@@ -16,13 +16,15 @@ LOGDIR  ?=
 RESUME  ?=
 ARGS    ?=
 MINUTES ?= 30
+SEEDS   ?= 1
+SCORE   ?=
 
 opt = $(if $(strip $(2)),$(1) $(2))
 TRAIN_ARGS = $(call opt,--game,$(GAME)) $(call opt,--algo,$(ALGO)) $(call opt,--threads,$(THREADS)) \
              $(call opt,--frames,$(FRAMES)) $(call opt,--seed,$(SEED)) $(call opt,--run-dir,$(RUN_DIR)) \
              $(call opt,--config,$(CONFIG)) $(call opt,--logdir,$(LOGDIR)) $(call opt,--resume,$(RESUME)) $(ARGS)
 
-.PHONY: install train test soak clean-venv
+.PHONY: install train test soak sweep report clean-venv
 
 install: $(STAMP)
 
@@ -37,6 +39,19 @@ train: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q tests
+
+# The shell loop of a thread-count sweep: one run per (threads, seed), each in its own run dir under LOGDIR.
+SWEEP_ARGS = $(call opt,--game,$(GAME)) $(call opt,--algo,$(ALGO)) $(call opt,--frames,$(FRAMES)) \
+             $(call opt,--config,$(CONFIG)) $(call opt,--logdir,$(LOGDIR)) $(ARGS)
+sweep: $(STAMP)
+	@set -e; for t in $(or $(THREADS),1 2); do for s in $(SEEDS); do \
+	  echo "== sweep: threads $$t, seed $$s"; \
+	  $(PY) train.py $(SWEEP_ARGS) --threads $$t --seed $$s; \
+	done; done
+
+# Curves, the speedup table and frames/s of every run under LOGDIR (default runs), written into LOGDIR.
+report: $(STAMP)
+	$(PY) -m hogwild_dqn.report --logdir $(or $(LOGDIR),runs) $(call opt,--score,$(SCORE))
 
 # Memory soak: a real Pong run for MINUTES; RSS of every process at minute 5 and at the end.
 soak: $(STAMP)

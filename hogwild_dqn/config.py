@@ -65,6 +65,7 @@ class Config:
     eval_every: int = _f(250_000, "global frames between evaluations")
     eval_episodes: int = _f(5, "episodes per evaluation")
     eval_epsilon: float = _f(0.05, "epsilon of evaluation for Q methods (A3C samples its policy)")
+    video_steps: int = _f(500, "at each new best, record this many agent steps of one game as a GIF; 0: none")
     # environment
     frame_skip: int = _f(4, "Atari: frames per agent step (max-pool of the last two)")
     frame_stack: int = _f(4, "Atari: stacked frames")
@@ -111,8 +112,9 @@ class Config:
                 raise ConfigError(f"epsilons must lie in [0, 1], got {e}")
         if isinstance(self.max_restarts, bool) or self.max_restarts < 0:
             raise ConfigError(f"--max-restarts must be an integer >= 0, got {self.max_restarts!r}")
-        if self.noop_max < 0 or self.grad_clip < 0 or self.entropy_beta < 0 or self.eps_anneal_frames < 0:
-            raise ConfigError("--noop-max, --grad-clip, --entropy-beta and --eps-anneal-frames must be >= 0")
+        if min(self.noop_max, self.grad_clip, self.entropy_beta, self.eps_anneal_frames, self.video_steps) < 0:
+            raise ConfigError("--noop-max, --grad-clip, --entropy-beta, --eps-anneal-frames and --video-steps "
+                              "must be >= 0")
 
     def resolved_threads(self) -> int:
         return self.threads or (os.cpu_count() or 1)

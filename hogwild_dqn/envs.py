@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import os
 from dataclasses import dataclass
 
 import ale_py
@@ -13,6 +14,8 @@ from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation, Record
 from hogwild_dqn.config import Config, ConfigError
 
 gym.register_envs(ale_py)
+os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # classic-control rendering (pygame) without a display
+os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 
 
 @dataclass(frozen=True)
@@ -81,19 +84,21 @@ class ClipReward(gym.RewardWrapper):
         return float(np.clip(reward, -1.0, 1.0))
 
 
-def make_env(cfg: Config, seed: int, for_eval: bool) -> gym.Env:
+def make_env(cfg: Config, seed: int, for_eval: bool, render: bool = False) -> gym.Env:
     """Build the env; training and evaluation differ on purpose (clipping and life loss only in training).
 
-    Full-game raw returns appear as info["episode"] when a game ends, in both modes.
+    Full-game raw returns appear as info["episode"] when a game ends, in both modes. With `render`,
+    env.render() returns the screen as an RGB array (for the evaluator's videos).
     """
     is_atari, env_id = resolve(cfg.game)
+    mode = {"render_mode": "rgb_array"} if render else {}
     if not is_atari:
-        env = RecordEpisodeStatistics(gym.make(env_id))
+        env = RecordEpisodeStatistics(gym.make(env_id, **mode))
         if not for_eval and cfg.reward_scale != 1.0:
             env = TransformReward(env, lambda r: r * cfg.reward_scale)
     else:
         env = gym.make(env_id, frameskip=1, repeat_action_probability=0.0, full_action_space=False,
-                       max_num_frames_per_episode=cfg.max_episode_frames)
+                       max_num_frames_per_episode=cfg.max_episode_frames, **mode)
         env = AtariPreprocessing(env, noop_max=cfg.noop_max, frame_skip=cfg.frame_skip,
                                  screen_size=cfg.screen_size, terminal_on_life_loss=False, grayscale_obs=True)
         env = RecordEpisodeStatistics(env)

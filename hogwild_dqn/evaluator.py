@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -37,27 +38,44 @@ def snapshot(shared: SharedState, frames: int, best: float, cfg: Config, spec: E
     }
 
 
-def play(net: torch.nn.Module, env, episodes: int, actor_critic: bool, eps: float, device: torch.device,
-         rng: np.random.Generator) -> list[float]:
-    """Play whole games with raw scores: A3C samples its policy, Q methods act epsilon-greedily (eps 0.05)."""
-    returns = []
-    for _ in range(episodes):
-        obs, _ = env.reset()
-        while True:
-            if not actor_critic and rng.random() < eps:
-                a = int(rng.integers(env.action_space.n))
+def play_episode(net: torch.nn.Module, env, actor_critic: bool, eps: float, device: torch.device,
+                 rng: np.random.Generator, record_steps: int = 0) -> tuple[float, list[np.ndarray]]:
+    """One whole game with its raw score: A3C samples its policy, Q methods act epsilon-greedily.
+
+    With `record_steps`, the screens of the first that many steps come back too (halved if over 300 wide).
+    """
+    obs, _ = env.reset()
+    screens = []
+    while True:
+        if len(screens) < record_steps:
+            screen = env.render()
+            screens.append(screen[::2, ::2] if screen.shape[1] > 300 else screen)
+        if not actor_critic and rng.random() < eps:
+            a = int(rng.integers(env.action_space.n))
+        else:
+            with torch.inference_mode():
+                out = net(torch.as_tensor(np.asarray(obs), device=device).unsqueeze(0))
+            if actor_critic:
+                a = int(torch.distributions.Categorical(logits=out[0][0]).sample())
             else:
-                with torch.inference_mode():
-                    out = net(torch.as_tensor(np.asarray(obs), device=device).unsqueeze(0))
-                if actor_critic:
-                    a = int(torch.distributions.Categorical(logits=out[0][0]).sample())
-                else:
-                    a = int(out[0].argmax())
-            obs, _, term, trunc, info = env.step(a)
-            if term or trunc:
-                returns.append(float(info["episode"]["r"]))
-                break
-    return returns
+                a = int(out[0].argmax())
+        obs, _, term, trunc, info = env.step(a)
+        if term or trunc:
+            return float(info["episode"]["r"]), screens
+
+
+def record_best(net, cfg: Config, actor_critic: bool, device, rng, run_dir: Path, writer, frames: int) -> None:
+    """Play one more game on a rendering env; save it as best_episode.gif and log it to tensorboard."""
+    env = make_env(cfg, cfg.seed + EVAL_SEED_OFFSET + frames, for_eval=True, render=True)
+    try:
+        score, screens = play_episode(net, env, actor_critic, cfg.eval_epsilon, device, rng, cfg.video_steps)
+    finally:
+        env.close()
+    gif = metrics.encode_gif(screens)
+    tmp = run_dir / ".best_episode.gif.tmp"
+    tmp.write_bytes(gif)
+    tmp.replace(run_dir / "best_episode.gif")
+    metrics.write_gif(writer, metrics.BEST_EPISODE, gif, *screens[0].shape[:2], frames)
 
 
 def run_evaluator(cfg: Config, spec: EnvSpec, shared: SharedState, run_dir: Path, report, best: float,
@@ -71,8 +89,8 @@ def run_evaluator(cfg: Config, spec: EnvSpec, shared: SharedState, run_dir: Path
     torch.manual_seed(cfg.seed + EVAL_SEED_OFFSET)
     writer = metrics.make_writer(run_dir, "evaluator")
     next_eval = (shared.frames() // cfg.eval_every + 1) * cfg.eval_every
-    last_frames = -1
-    while True:
+    last_frames, parent = -1, os.getppid()
+    while os.getppid() == parent:  # an orphan (runner killed outright) stops by itself
         final = shared.is_set(WORKERS_DONE)
         frames = shared.frames()
         if final and frames == last_frames:
@@ -85,7 +103,8 @@ def run_evaluator(cfg: Config, spec: EnvSpec, shared: SharedState, run_dir: Path
             raise NonFinite(f"non-finite shared parameters at global frame {frames}")
         net.load_state_dict(state["model"])
         t0 = time.time()
-        returns = play(net, env, cfg.eval_episodes, actor_critic, cfg.eval_epsilon, device, rng)
+        returns = [play_episode(net, env, actor_critic, cfg.eval_epsilon, device, rng)[0]
+                   for _ in range(cfg.eval_episodes)]
         mean, std = float(np.mean(returns)), float(np.std(returns))
         writer.add_scalar(metrics.EVAL_MEAN, mean, frames)
         writer.add_scalar(metrics.EVAL_STD, std, frames)
@@ -94,6 +113,8 @@ def run_evaluator(cfg: Config, spec: EnvSpec, shared: SharedState, run_dir: Path
         if mean > best:
             best = state["best_eval_return"] = mean
             atomic_save(state, run_dir / "best.pt")
+            if cfg.video_steps:
+                record_best(net, cfg, actor_critic, device, rng, run_dir, writer, frames)
         if not final:  # the runner writes the final checkpoint itself, after every process is gone
             atomic_save(state, run_dir / "checkpoint.pt")
         report.send(("eval", {"frames": frames, "wall_seconds": round(time.time() - start_time, 2),

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
+import numpy as np
+from PIL import Image
+from tensorboard.compat.proto.summary_pb2 import Summary
 from torch.utils.tensorboard import SummaryWriter
 from torch.utils.tensorboard.summary import hparams
 
@@ -17,6 +21,7 @@ FPS = "perf/frames_per_second"
 EVAL_MEAN = "eval/mean_return"
 EVAL_STD = "eval/std_return"
 EVAL_DEVICE_SECONDS = "perf/eval_seconds"
+BEST_EPISODE = "eval/best_episode"
 
 
 def make_writer(run_dir: Path, name: str) -> SummaryWriter:
@@ -32,3 +37,17 @@ def write_hparams(writer: SummaryWriter, hparam_dict: dict, metric_dict: dict) -
         writer.file_writer.add_summary(summary)
     for k, v in metric_dict.items():
         writer.add_scalar(k, v)
+
+
+def encode_gif(frames: list[np.ndarray], fps: int = 30) -> bytes:
+    """RGB frames (H, W, 3 uint8) -> an animated GIF."""
+    images = [Image.fromarray(f) for f in frames]
+    buf = io.BytesIO()
+    images[0].save(buf, format="GIF", save_all=True, append_images=images[1:], duration=int(1000 / fps), loop=0)
+    return buf.getvalue()
+
+
+def write_gif(writer: SummaryWriter, tag: str, gif: bytes, height: int, width: int, step: int) -> None:
+    """Log an animated GIF; tensorboard's IMAGES tab plays it (add_video would need moviepy for the same)."""
+    image = Summary.Image(height=height, width=width, colorspace=3, encoded_image_string=gif)
+    writer.file_writer.add_summary(Summary(value=[Summary.Value(tag=tag, image=image)]), step)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -74,8 +75,9 @@ def run_worker(rank: int, seed: int, cfg: Config, spec: EnvSpec, shared: SharedS
     frames = shared.frames()
     carry = False  # SARSA carries a' (used in its target) into the next segment as the action taken
     updates, sums = 0, {}
+    parent = os.getppid()  # if the runner is killed outright, this changes and the worker stops by itself
     try:
-        while not shared.is_set(STOP) and frames < cfg.frames:
+        while not shared.is_set(STOP) and frames < cfg.frames and os.getppid() == parent:
             sync_local(local, shared.model)
             eps = epsilon(frames, cfg.eps_start, final_eps, cfg.eps_anneal_frames)
             if not carry:

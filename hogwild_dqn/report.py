@@ -1,0 +1,216 @@
+"""Sweep report: learning curves, the paper's speedup table (Table 2) and frames/s against thread count.
+
+    python -m hogwild_dqn.report --logdir runs [--score 18]      (or: make report LOGDIR=runs)
+
+Reads every run dir under --logdir (summary.json, or the tensorboard event files of a run that has none
+yet) and writes report.md and PNG plots into --logdir. Unfinished runs are listed as such.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import matplotlib
+import yaml
+
+matplotlib.use("Agg")  # files only, no display
+import matplotlib.pyplot as plt  # noqa: E402
+
+# Reference scores for the speedup table when --score is not given (CartPole: the classic "solved" mark;
+# Atari: scores the paper's 16-thread agents passed early in training).
+DEFAULT_SCORES = {"CartPole-v1": 195.0, "Pong": 18.0, "Breakout": 100.0, "SpaceInvaders": 600.0, "Qbert": 3000.0,
+                  "Seaquest": 1000.0, "BeamRider": 2000.0}
+
+
+class ReportError(ValueError):
+    """Nothing to report, or no reference score; printed as one line, exit 2."""
+
+
+@dataclass
+class Run:
+    """What the report needs of one run dir."""
+    path: Path
+    game: str
+    algo: str
+    threads: int
+    seed: int
+    status: str                      # "finished", another final status, or "unfinished (no summary.json)"
+    frames_per_second: float | None
+    evals: list = field(default_factory=list)  # [{frames, wall_seconds, mean_return}, ...]
+
+
+def read_run(path: Path) -> Run | None:
+    """A run dir is a folder with a config.yaml; its results come from summary.json, else the event files."""
+    cfg_file = path / "config.yaml"
+    if not cfg_file.is_file():
+        return None
+    cfg = yaml.safe_load(cfg_file.read_text()) or {}
+    summary_file = path / "summary.json"
+    if summary_file.is_file():
+        s = json.loads(summary_file.read_text())
+        return Run(path, s["game"], s["algo"], s["threads"], s["seed"], s["status"], s["frames_per_second"],
+                   s["evals"])
+    return Run(path, cfg.get("game", "?"), cfg.get("algo", "?"), cfg.get("threads") or 0, cfg.get("seed", 0),
+               "unfinished (no summary.json)", None, evals_from_events(path))
+
+
+def evals_from_events(path: Path) -> list[dict]:
+    """The eval/mean_return points of a run's tensorboard files (wall time from the events' timestamps)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(path))
+    acc.Reload()
+    if "eval/mean_return" not in acc.Tags().get("scalars", []):
+        return []
+    points = acc.Scalars("eval/mean_return")
+    t0 = min(e.wall_time for tag in acc.Tags()["scalars"] for e in acc.Scalars(tag))
+    return [{"frames": e.step, "wall_seconds": e.wall_time - t0, "mean_return": e.value} for e in points]
+
+
+def read_runs(logdir: Path) -> list[Run]:
+    return [r for r in (read_run(p.parent) for p in sorted(logdir.rglob("config.yaml"))) if r is not None]
+
+
+def time_to_score(evals: list[dict], score: float) -> float | None:
+    """Wall seconds at the first evaluation whose mean return reaches `score` (None if never)."""
+    return next((e["wall_seconds"] for e in evals if e["mean_return"] >= score), None)
+
+
+def speedup_table(runs: list[Run], score: float) -> list[dict]:
+    """Per algorithm and thread count: median time to `score` over seeds, and the speedup over 1 thread.
+
+    A thread count none of whose runs reached the score has time None; speedups need 1 thread's time.
+    """
+    times = defaultdict(list)
+    for r in runs:
+        t = time_to_score(r.evals, score)
+        times[(r.algo, r.threads)].append(t)
+    rows = []
+    for algo in sorted({a for a, _ in times}):
+        reached = {n: [t for t in ts if t is not None] for (a, n), ts in times.items() if a == algo}
+        base = statistics.median(reached[1]) if reached.get(1) else None
+        for n in sorted(reached):
+            t = statistics.median(reached[n]) if reached[n] else None
+            rows.append({"algo": algo, "threads": n, "runs": len(times[(algo, n)]), "reached": len(reached[n]),
+                         "seconds": t, "speedup": base / t if base and t else None})
+    return rows
+
+
+def plot_curves(runs: list[Run], x: str, out: Path) -> None:
+    """Eval return of every run against frames or wall time: a panel per algorithm, a colour per thread count.
+
+    Dotted lines are unfinished runs.
+    """
+    algos = sorted({r.algo for r in runs})
+    threads = sorted({r.threads for r in runs})
+    colours = {n: plt.cm.viridis(i / max(1, len(threads) - 1)) for i, n in enumerate(threads)}
+    fig, axes = plt.subplots(1, len(algos), figsize=(5 * len(algos), 4), squeeze=False, sharey=True)
+    for ax, algo in zip(axes[0], algos, strict=True):
+        labelled = set()
+        for r in (r for r in runs if r.algo == algo and r.evals):
+            label = f"{r.threads} threads" if r.threads not in labelled else None
+            labelled.add(r.threads)
+            ax.plot([e[x] for e in r.evals], [e["mean_return"] for e in r.evals], color=colours[r.threads],
+                    label=label, linestyle="-" if r.status == "finished" else ":", marker=".")
+        ax.set_title(f"{' / '.join(sorted({r.game for r in runs}))} {algo}")
+        ax.set_xlabel("global frames" if x == "frames" else "wall time (s)")
+        ax.grid(alpha=0.3)
+        ax.legend()
+    axes[0][0].set_ylabel("evaluation mean return")
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+
+
+def plot_bars(rows: list[dict], key: str, ylabel: str, out: Path, ideal: bool = False) -> None:
+    """One line per algorithm of `key` against thread count (with the ideal linear speedup if asked)."""
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for algo in sorted({r["algo"] for r in rows}):
+        pts = [(r["threads"], r[key]) for r in rows if r["algo"] == algo and r[key] is not None]
+        if pts:
+            ax.plot(*zip(*pts, strict=True), marker="o", label=algo)
+    if ideal and rows:
+        ns = sorted({r["threads"] for r in rows})
+        ax.plot(ns, ns, "k--", alpha=0.4, label="linear")
+    ax.set_xlabel("threads (worker processes)")
+    ax.set_ylabel(ylabel)
+    ax.legend()
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+
+
+def fmt(v, spec: str = ".1f") -> str:
+    return "—" if v is None else format(v, spec)
+
+
+def write_report(logdir: Path, score: float | None) -> Path:
+    """Write report.md and the PNGs into logdir; return the report's path."""
+    runs = read_runs(logdir)
+    if not runs:
+        raise ReportError(f"no run dirs (folders with a config.yaml) under {logdir}")
+    games = sorted({r.game for r in runs})
+    score = score if score is not None else DEFAULT_SCORES.get(games[0])
+    if score is None:
+        raise ReportError(f"no default reference score for {games[0]}; pass --score")
+    plot_curves(runs, "frames", logdir / "curves_frames.png")
+    plot_curves(runs, "wall_seconds", logdir / "curves_wall.png")
+    rows = speedup_table(runs, score)
+    plot_bars(rows, "speedup", f"speedup to reach {score:g}", logdir / "speedup.png", ideal=True)
+    fps = defaultdict(list)
+    for r in runs:
+        if r.frames_per_second:
+            fps[(r.algo, r.threads)].append(r.frames_per_second)
+    fps_rows = [{"algo": a, "threads": n, "fps": statistics.median(v)} for (a, n), v in sorted(fps.items())]
+    plot_bars(fps_rows, "fps", "frames per second (median over runs)", logdir / "fps.png")
+
+    lines = [f"# Sweep report: {', '.join(games)}", "",
+             f"Runs under `{logdir}`: {len(runs)}. Reference score for the speedup table: {score:g}.", "",
+             "## Speedup (the paper's Table 2)", "",
+             "| algo | threads | runs | reached | median seconds to score | speedup over 1 thread |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    lines += [f"| {r['algo']} | {r['threads']} | {r['runs']} | {r['reached']} | {fmt(r['seconds'])} | "
+              f"{fmt(r['speedup'], '.2f')} |" for r in rows]
+    lines += ["", "![speedup](speedup.png)", "", "## Frames per second", "",
+              "| algo | threads | frames/s |", "| --- | --- | --- |"]
+    lines += [f"| {r['algo']} | {r['threads']} | {r['fps']:.0f} |" for r in fps_rows]
+    lines += ["", "![frames per second](fps.png)", "", "## Learning curves", "",
+              "![eval return against frames](curves_frames.png)", "",
+              "![eval return against wall time](curves_wall.png)", "", "## Runs", "",
+              "| run | algo | threads | seed | status | evals | best |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    for r in runs:
+        best = max((e["mean_return"] for e in r.evals), default=None)
+        lines.append(f"| {r.path.relative_to(logdir)} | {r.algo} | {r.threads} | {r.seed} | {r.status} | "
+                     f"{len(r.evals)} | {fmt(best)} |")
+    out = logdir / "report.md"
+    out.write_text("\n".join(lines) + "\n")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m hogwild_dqn.report", description=__doc__.splitlines()[0])
+    p.add_argument("--logdir", default="runs", help="log root holding the run dirs (default: runs)")
+    p.add_argument("--score", type=float, default=None, help="reference score for the speedup table")
+    args = p.parse_args(argv)
+    logdir = Path(args.logdir)
+    if not logdir.is_dir():
+        print(f"report: error: --logdir {logdir} is not a directory", file=sys.stderr)
+        return 2
+    try:
+        out = write_report(logdir, args.score)
+    except ReportError as e:
+        print(f"report: error: {e}", file=sys.stderr)
+        return 2
+    print(f"wrote {out} and its PNGs")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,95 @@
+"""Sweeps and review: run naming, the speedup maths, and the report over real runs (one of them unfinished)."""
+
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from hogwild_dqn.config import Config
+from hogwild_dqn.report import Run, main, read_runs, speedup_table, time_to_score
+from hogwild_dqn.runner import new_run_dir
+from tests.conftest import run_train, spawned_children, start_train, wait_gone
+
+
+def test_run_names_show_the_sweep_and_never_collide(tmp_path):
+    cfg = Config(game="CartPole-v1", algo="nq", seed=3, logdir=str(tmp_path))
+    dirs = [new_run_dir(cfg, threads=4) for _ in range(3)]  # the same second, the same settings
+    assert len(set(dirs)) == 3 and all(d.is_dir() for d in dirs)
+    assert all(d.name.startswith("CartPole-v1-nq-t4-s3-") for d in dirs)
+    assert dirs[1].name == dirs[0].name + "-2" and dirs[2].name == dirs[0].name + "-3"
+
+
+def _run(algo, threads, seed, times_and_returns):
+    evals = [{"frames": 1000 * i, "wall_seconds": t, "mean_return": r} for i, (t, r) in enumerate(times_and_returns)]
+    return Run(Path(f"{algo}{threads}{seed}"), "Pong", algo, threads, seed, "finished", 100.0, evals)
+
+
+def test_time_to_score_is_the_first_evaluation_reaching_it():
+    run = _run("a3c", 1, 1, [(10, -21), (20, 5), (30, 18), (40, 12), (50, 19)])
+    assert time_to_score(run.evals, 18) == 30 and time_to_score(run.evals, 20) is None
+
+
+def test_speedup_table_on_known_inputs():
+    runs = [
+        _run("a3c", 1, 1, [(100, 0), (400, 18)]), _run("a3c", 1, 2, [(300, 0), (600, 19)]),  # median 500
+        _run("a3c", 2, 1, [(100, 0), (250, 18)]), _run("a3c", 2, 2, [(200, 0), (260, 0)]),   # one of two: 250
+        _run("a3c", 4, 1, [(50, 10)]),                                                      # never reached
+        _run("nq", 2, 1, [(80, 20)]),                                                       # no 1-thread run
+    ]
+    rows = {(r["algo"], r["threads"]): r for r in speedup_table(runs, 18)}
+    assert rows[("a3c", 1)]["seconds"] == 500 and rows[("a3c", 1)]["speedup"] == pytest.approx(1.0)
+    assert rows[("a3c", 2)]["seconds"] == 250 and rows[("a3c", 2)]["speedup"] == pytest.approx(2.0)
+    assert (rows[("a3c", 2)]["runs"], rows[("a3c", 2)]["reached"]) == (2, 1)
+    assert rows[("a3c", 4)]["seconds"] is None and rows[("a3c", 4)]["speedup"] is None
+    assert rows[("nq", 2)]["seconds"] == 80 and rows[("nq", 2)]["speedup"] is None
+
+
+def test_report_over_real_runs_lists_the_unfinished_one(tmp_path):
+    logdir = tmp_path / "runs"
+    for threads in (1, 2):
+        done = run_train("--game", "CartPole-v1", "--algo", "a3c", "--threads", threads, "--frames", 20000,
+                         "--eval-every", 5000, "--logdir", logdir)
+        assert done.returncode == 0, done.stderr[-2000:]
+    # a run whose main process is killed outright: no summary.json, only its event files
+    cut = logdir / "cut"
+    proc = start_train(cut, "--game", "CartPole-v1", "--threads", 1, "--frames", 10**9, "--eval-every", 2000,
+                       "--video-steps", 0)
+    children = spawned_children(proc.pid)
+    time.sleep(3)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    assert not wait_gone(children, 10), "orphaned children kept running"
+    assert not (cut / "summary.json").exists()
+
+    assert main(["--logdir", str(logdir)]) == 0
+    report = (logdir / "report.md").read_text()
+    for png in ("curves_frames.png", "curves_wall.png", "speedup.png", "fps.png"):
+        assert (logdir / png).stat().st_size > 5000 and f"({png})" in report
+    runs = {r.path.name: r for r in read_runs(logdir)}
+    assert runs["cut"].status == "unfinished (no summary.json)" and runs["cut"].evals  # curve from event files
+    assert "| cut | a3c | 1 | 1 | unfinished (no summary.json) |" in report
+    assert "| a3c | 1 | 2 | " in report and "| a3c | 2 | 1 | " in report  # runs per thread count
+
+
+def test_report_errors_are_one_line(tmp_path, capsys):
+    assert main(["--logdir", str(tmp_path / "none")]) == 2
+    assert main(["--logdir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"report: error: --logdir {tmp_path / 'none'} is not a directory",
+                   f"report: error: no run dirs (folders with a config.yaml) under {tmp_path}"]
+
+
+def test_best_episode_video_is_saved_and_logged(tmp_path):
+    run = tmp_path / "run"
+    proc = run_train("--game", "CartPole-v1", "--threads", 1, "--frames", 2000, "--eval-every", 1000,
+                     "--eval-episodes", 1, "--video-steps", 40, "--run-dir", run)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    from PIL import Image
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    gif = Image.open(run / "best_episode.gif")
+    assert gif.n_frames > 5 and gif.size == (300, 200)
+    acc = EventAccumulator(str(run))
+    acc.Reload()
+    assert acc.Images("eval/best_episode")[-1].encoded_image_string[:6] == b"GIF89a"
