@@ -18,13 +18,14 @@ ARGS    ?=
 MINUTES ?= 30
 SEEDS   ?= 1
 SCORE   ?=
+BENCH_ARGS ?=
 
 opt = $(if $(strip $(2)),$(1) $(2))
 TRAIN_ARGS = $(call opt,--game,$(GAME)) $(call opt,--algo,$(ALGO)) $(call opt,--threads,$(THREADS)) \
              $(call opt,--frames,$(FRAMES)) $(call opt,--seed,$(SEED)) $(call opt,--run-dir,$(RUN_DIR)) \
              $(call opt,--config,$(CONFIG)) $(call opt,--logdir,$(LOGDIR)) $(call opt,--resume,$(RESUME)) $(ARGS)
 
-.PHONY: install train test soak sweep report clean-venv
+.PHONY: install train test soak sweep report bench clean-venv
 
 install: $(STAMP)
 
@@ -52,6 +53,10 @@ sweep: $(STAMP)
 # Curves, the speedup table and frames/s of every run under LOGDIR (default runs), written into LOGDIR.
 report: $(STAMP)
 	$(PY) -m hogwild_dqn.report --logdir $(or $(LOGDIR),runs) $(call opt,--score,$(SCORE))
+
+# Throughput: bare emulator and every algorithm at 1 and 2 workers, medians of 3 (under 5 minutes on 2 cores).
+bench: $(STAMP)
+	$(PY) -m hogwild_dqn.bench $(BENCH_ARGS)
 
 # Memory soak: a real Pong run for MINUTES; RSS of every process at minute 5 and at the end.
 soak: $(STAMP)

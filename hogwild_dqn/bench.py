@@ -1,0 +1,137 @@
+"""Throughput benchmark: the bare emulator and the trainer's workers, measured side by side in one run.
+
+    python -m hogwild_dqn.bench [--threads 1 2] [--algos a3c nq q1 sarsa1] [--seconds 8] [--repeats 3]
+    make bench
+
+Each point starts real worker processes over real shared memory (evaluator off), lets them warm up, counts
+the global frames over --seconds, and stops them; points are interleaved across repeats so that a noisy
+machine hurts every point alike. Medians are reported, with bench.md and bench.json written to --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+
+import torch
+import torch.multiprocessing as mp
+
+from hogwild_dqn.config import ALGOS, Config
+from hogwild_dqn.envs import env_spec
+from hogwild_dqn.networks import build_network
+from hogwild_dqn.processes import Child
+from hogwild_dqn.shared import STOP, build_shared
+from hogwild_dqn.worker import worker_process
+
+
+def emulator_fps(cfg: Config, seconds: float) -> float:
+    """Frames/s of the bare ALE game: frame skip 4, random actions, no preprocessing, no learning."""
+    import ale_py  # noqa: F401  (registers the ALE ids)
+    import gymnasium as gym
+
+    env = gym.make(f"ALE/{cfg.game}-v5", frameskip=cfg.frame_skip, repeat_action_probability=0.0)
+    env.reset(seed=0)
+    steps, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        _, _, term, trunc, _ = env.step(env.action_space.sample())
+        steps += 1
+        if term or trunc:
+            env.reset()
+    env.close()
+    return steps * cfg.frame_skip / (time.perf_counter() - t0)
+
+
+def workers_fps(cfg: Config, threads: int, warmup: float, seconds: float) -> float:
+    """Global frames/s of `threads` real worker processes over one shared network, after a warm-up."""
+    spec = env_spec(cfg)
+    ac = cfg.algo == "a3c"
+    net = lambda: build_network(spec.obs_shape, spec.n_actions, ac, cfg.hidden, cfg.mlp_layers)  # noqa: E731
+    shared = build_shared(net(), None if ac else net(), cfg.optimizer, threads=threads, rms_alpha=cfg.rms_alpha,
+                          rms_eps=cfg.rms_eps, adam_betas=cfg.adam_betas, adam_eps=cfg.adam_eps)
+    ctx = mp.get_context("spawn")
+    with tempfile.TemporaryDirectory() as run_dir:
+        kids = [Child(ctx, f"worker{r}", worker_process, (r, cfg.seed + r, cfg, spec, shared, run_dir))
+                for r in range(threads)]
+        try:
+            while shared.frames() == 0 and all(k.proc.is_alive() for k in kids):
+                time.sleep(0.05)  # every process imported torch and built its env
+            time.sleep(warmup)
+            f0, t0 = shared.frames(), time.perf_counter()
+            time.sleep(seconds)
+            f1, t1 = shared.frames(), time.perf_counter()
+            dead = [k.name for k in kids if not k.proc.is_alive()]
+            if dead:
+                raise RuntimeError(f"{', '.join(dead)} died during the benchmark: {kids[0].poll()} "
+                                   f"{[k.errors for k in kids]}")
+        finally:
+            shared.set(STOP)
+            for k in kids:
+                k.proc.join(timeout=10)
+                if k.proc.is_alive():
+                    k.proc.terminate()
+    return (f1 - f0) / (t1 - t0)
+
+
+def table(cores: int, emu: float, results: list[dict], frame_skip: int) -> str:
+    """The markdown table of the medians, with scaling efficiency and the ratio to the bare emulator."""
+    one = {r["algo"]: r["frames_per_second"] for r in results if r["threads"] == 1}
+    lines = [f"cores: {cores}; bare emulator (ALE, frame skip {frame_skip}, random actions): {emu:,.0f} frames/s",
+             "", "| algo | workers | frames/s | agent steps/s | frames/s per worker | scaling efficiency | "
+             "per worker / emulator |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    for r in results:
+        eff = r["frames_per_second"] / (r["threads"] * one[r["algo"]]) if r["algo"] in one else None
+        per = r["frames_per_second"] / r["threads"]
+        lines.append(f"| {r['algo']} | {r['threads']} | {r['frames_per_second']:,.0f} | "
+                     f"{r['agent_steps_per_second']:,.0f} | {per:,.0f} | {'—' if eff is None else f'{eff:.2f}'} | "
+                     f"{per / emu:.2f} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m hogwild_dqn.bench", description=__doc__.splitlines()[0])
+    p.add_argument("--game", default="Pong")
+    p.add_argument("--algos", nargs="+", default=list(ALGOS), choices=ALGOS)
+    p.add_argument("--threads", nargs="+", type=int, default=[1, 2], help="worker counts to measure")
+    p.add_argument("--seconds", type=float, default=6.0, help="measured seconds per point")
+    p.add_argument("--warmup", type=float, default=2.0, help="seconds after start-up before measuring")
+    p.add_argument("--repeats", type=int, default=3, help="repeats of every point (medians are reported)")
+    p.add_argument("--out", default=None, help="folder for bench.md and bench.json (default runs/bench-<time>)")
+    args = p.parse_args(argv)
+    if min(args.threads) < 1 or args.repeats < 1 or args.seconds <= 0:
+        p.error("--threads, --repeats and --seconds must be positive")
+    torch.set_num_threads(1)
+    out = Path(args.out or f"runs/bench-{datetime.now():%Y%m%d-%H%M%S}")
+    out.mkdir(parents=True, exist_ok=True)
+    cores = os.cpu_count() or 1
+    print(f"benchmark on {cores} cores: {args.game}, {args.repeats} repeats of {args.seconds:g} s per point")
+    base = Config(game=args.game, frames=10**12, progress=False, video_steps=0)
+    emu, samples = [], {(a, n): [] for a in args.algos for n in args.threads}
+    for rep in range(args.repeats):
+        emu.append(emulator_fps(base, args.seconds))
+        for algo in args.algos:
+            for n in args.threads:
+                cfg = Config(**{**base.to_dict(), "algo": algo})
+                samples[(algo, n)].append(workers_fps(cfg, n, args.warmup, args.seconds))
+                print(f"  repeat {rep + 1}: {algo} x{n}: {samples[(algo, n)][-1]:,.0f} frames/s", flush=True)
+    emu_med = statistics.median(emu)
+    results = [{"algo": a, "threads": n, "frames_per_second": statistics.median(v),
+                "agent_steps_per_second": statistics.median(v) / base.frame_skip, "repeats": len(v),
+                "samples": v} for (a, n), v in samples.items()]
+    md = table(cores, emu_med, results, base.frame_skip)
+    print(md)
+    (out / "bench.md").write_text(md + "\n")
+    (out / "bench.json").write_text(json.dumps({"cores": cores, "game": args.game, "emulator_frames_per_second":
+                                                emu_med, "emulator_samples": emu, "results": results}, indent=2))
+    print(f"wrote {out / 'bench.md'} and {out / 'bench.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
