@@ -68,7 +68,7 @@ def record_best(net, cfg: Config, actor_critic: bool, device, rng, run_dir: Path
     """Play one more game on a rendering env; save it as best_episode.gif and log it to tensorboard."""
     env = make_env(cfg, cfg.seed + EVAL_SEED_OFFSET + frames, for_eval=True, render=True)
     try:
-        score, screens = play_episode(net, env, actor_critic, cfg.eval_epsilon, device, rng, cfg.video_steps)
+        _, screens = play_episode(net, env, actor_critic, cfg.eval_epsilon, device, rng, cfg.video_steps)
     finally:
         env.close()
     gif = metrics.encode_gif(screens)
@@ -110,6 +110,9 @@ def run_evaluator(cfg: Config, spec: EnvSpec, shared: SharedState, run_dir: Path
         writer.add_scalar(metrics.EVAL_STD, std, frames)
         writer.add_scalar(metrics.EVAL_DEVICE_SECONDS, time.time() - t0, frames)
         writer.flush()
+        report.send(("eval", {"frames": frames, "wall_seconds": round(time.time() - start_time, 2),
+                              "mean_return": mean, "std_return": std, "episodes": len(returns),
+                              "device": device.type}))
         if mean > best:
             best = state["best_eval_return"] = mean
             atomic_save(state, run_dir / "best.pt")
@@ -117,9 +120,6 @@ def run_evaluator(cfg: Config, spec: EnvSpec, shared: SharedState, run_dir: Path
                 record_best(net, cfg, actor_critic, device, rng, run_dir, writer, frames)
         if not final:  # the runner writes the final checkpoint itself, after every process is gone
             atomic_save(state, run_dir / "checkpoint.pt")
-        report.send(("eval", {"frames": frames, "wall_seconds": round(time.time() - start_time, 2),
-                              "mean_return": mean, "std_return": std, "episodes": len(returns),
-                              "device": device.type}))
         next_eval = (frames // cfg.eval_every + 1) * cfg.eval_every
         last_frames = frames
         if final:

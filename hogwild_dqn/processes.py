@@ -90,6 +90,7 @@ class Processes:
             if self.restarts >= self.cfg.max_restarts:
                 return f"{w.name} died ({why}) and the {self.cfg.max_restarts} restarts allowed are used up"
             self.restarts += 1
+            w.conn.close()
             seed = self.cfg.seed + rank + SEED_STRIDE * self.restarts
             tqdm.write(f"{w.name} died ({why}); restart {self.restarts} of {self.cfg.max_restarts}, seed {seed}",
                        file=sys.stderr)
@@ -103,6 +104,7 @@ class Processes:
                 return f"evaluator died {self.eval_restarts + 1} times (last: {why})"
             tqdm.write(f"evaluator died ({why}); restarting it, training goes on", file=sys.stderr)
             self.eval_restarts += 1
+            self.evaluator.conn.close()
             self.evaluator = self._evaluator()
         return None
 
