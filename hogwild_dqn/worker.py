@@ -40,10 +40,10 @@ def act(net: torch.nn.Module, obs: torch.Tensor, eps: float, actor_critic: bool,
     with torch.inference_mode():
         out = net(obs.unsqueeze(0))
     if actor_critic:
-        probs = torch.softmax(out[0][0], dim=0).numpy().astype(np.float64)
-        if not np.isfinite(probs).all():
+        cdf = torch.softmax(out[0][0], dim=0).cumsum(0).numpy()
+        if not np.isfinite(cdf[-1]):
             raise NonFinite("non-finite policy while acting")
-        return int(rng.choice(len(probs), p=probs / probs.sum()))
+        return min(int(np.searchsorted(cdf, rng.random() * cdf[-1], side="right")), len(cdf) - 1)
     return int(out[0].argmax())
 
 
