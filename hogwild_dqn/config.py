@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,7 +87,7 @@ class Config:
         def positive(name: str, integer: bool) -> None:
             v = getattr(self, name)
             kind = int if integer else (int, float)
-            if isinstance(v, bool) or not isinstance(v, kind) or not v > 0:
+            if isinstance(v, bool) or not isinstance(v, kind) or not 0 < v < math.inf:
                 what = "a positive integer" if integer else "a positive number"
                 raise ConfigError(f"--{_flag(name)} must be {what}, got {v!r}")
 
@@ -196,11 +197,11 @@ def build_parser() -> argparse.ArgumentParser:
         elif t is list:
             p.add_argument(f"--{_flag(f.name)}", nargs="+", type=float, help=doc)
         else:
-            p.add_argument(f"--{_flag(f.name)}", type=_typed(t, f.name), help=doc)
+            p.add_argument(f"--{_flag(f.name)}", type=_typed(t), help=doc)
     return p
 
 
-def _typed(t, name: str):
+def _typed(t):
     def convert(text: str):
         try:
             if t is int and not text.strip().lstrip("+-").isdigit():

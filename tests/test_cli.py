@@ -14,6 +14,7 @@ BAD = [
     (["--frames", "2.5"], "argument --frames: must be an integer, got '2.5'"),
     (["--lr", "0"], "--lr must be a positive number"),
     (["--lr", "fast"], "must be a number, got 'fast'"),
+    (["--lr", "inf"], "--lr must be a positive number, got inf"),
     (["--frames", "1000", "--eval-every", "5000"], "--eval-every 5000 is larger than --frames 1000"),
     (["--config", "no/such.yaml"], "config file no/such.yaml does not exist"),
 ]
