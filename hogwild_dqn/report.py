@@ -114,7 +114,7 @@ def plot_curves(runs: list[Run], x: str, out: Path) -> None:
     for ax, algo in zip(axes[0], algos, strict=True):
         labelled = set()
         for r in (r for r in runs if r.algo == algo and r.evals):
-            label = f"{r.threads} threads" if r.threads not in labelled else None
+            label = f"{r.threads} worker{'s' if r.threads > 1 else ''}" if r.threads not in labelled else None
             labelled.add(r.threads)
             ax.plot([e[x] for e in r.evals], [e["mean_return"] for e in r.evals], color=colours[r.threads],
                     label=label, linestyle="-" if r.status == "finished" else ":", marker=".")
@@ -135,9 +135,10 @@ def plot_bars(rows: list[dict], key: str, ylabel: str, out: Path, ideal: bool = 
         pts = [(r["threads"], r[key]) for r in rows if r["algo"] == algo and r[key] is not None]
         if pts:
             ax.plot(*zip(*pts, strict=True), marker="o", label=algo)
+    ns = sorted({r["threads"] for r in rows})
     if ideal and rows:
-        ns = sorted({r["threads"] for r in rows})
         ax.plot(ns, ns, "k--", alpha=0.4, label="linear")
+    ax.set_xticks(ns)
     ax.set_xlabel("threads (worker processes)")
     ax.set_ylabel(ylabel)
     ax.legend()
