@@ -108,7 +108,7 @@ def run_evaluator(cfg: Config, spec: EnvSpec, shared: SharedState, run_dir: Path
         mean, std = float(np.mean(returns)), float(np.std(returns))
         writer.add_scalar(metrics.EVAL_MEAN, mean, frames)
         writer.add_scalar(metrics.EVAL_STD, std, frames)
-        writer.add_scalar(metrics.EVAL_DEVICE_SECONDS, time.time() - t0, frames)
+        writer.add_scalar(metrics.EVAL_SECONDS, time.time() - t0, frames)
         writer.flush()
         report.send(("eval", {"frames": frames, "wall_seconds": round(time.time() - start_time, 2),
                               "mean_return": mean, "std_return": std, "episodes": len(returns),

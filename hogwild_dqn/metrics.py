@@ -20,7 +20,7 @@ LEARNING_RATE = "charts/learning_rate"
 FPS = "perf/frames_per_second"
 EVAL_MEAN = "eval/mean_return"
 EVAL_STD = "eval/std_return"
-EVAL_DEVICE_SECONDS = "perf/eval_seconds"
+EVAL_SECONDS = "perf/eval_seconds"
 BEST_EPISODE = "eval/best_episode"
 
 
