@@ -25,9 +25,9 @@ import torch.multiprocessing as mp
 
 from hogwild_dqn.config import ALGOS, Config
 from hogwild_dqn.envs import env_spec
-from hogwild_dqn.networks import build_network
 from hogwild_dqn.processes import Child
-from hogwild_dqn.shared import STOP, build_shared
+from hogwild_dqn.runner import new_shared_state
+from hogwild_dqn.shared import STOP
 from hogwild_dqn.worker import worker_process
 
 
@@ -51,10 +51,7 @@ def emulator_fps(cfg: Config, seconds: float) -> float:
 def workers_fps(cfg: Config, threads: int, warmup: float, seconds: float) -> float:
     """Global frames/s of `threads` real worker processes over one shared network, after a warm-up."""
     spec = env_spec(cfg)
-    ac = cfg.algo == "a3c"
-    net = lambda: build_network(spec.obs_shape, spec.n_actions, ac, cfg.hidden, cfg.mlp_layers)  # noqa: E731
-    shared = build_shared(net(), None if ac else net(), cfg.optimizer, threads=threads, rms_alpha=cfg.rms_alpha,
-                          rms_eps=cfg.rms_eps, adam_betas=cfg.adam_betas, adam_eps=cfg.adam_eps)
+    shared = new_shared_state(cfg, spec, threads)
     ctx = mp.get_context("spawn")
     with tempfile.TemporaryDirectory() as run_dir:
         kids = [Child(ctx, f"worker{r}", worker_process, (r, cfg.seed + r, cfg, spec, shared, run_dir))
@@ -66,10 +63,13 @@ def workers_fps(cfg: Config, threads: int, warmup: float, seconds: float) -> flo
             f0, t0 = shared.frames(), time.perf_counter()
             time.sleep(seconds)
             f1, t1 = shared.frames(), time.perf_counter()
-            dead = [k.name for k in kids if not k.proc.is_alive()]
+            dead = [k for k in kids if not k.proc.is_alive()]
             if dead:
-                raise RuntimeError(f"{', '.join(dead)} died during the benchmark: {kids[0].poll()} "
-                                   f"{[k.errors for k in kids]}")
+                for k in dead:
+                    k.poll()
+                why = "; ".join(f"{k.name}: {k.errors[-1].strip().splitlines()[-1] if k.errors else k.proc.exitcode}"
+                                for k in dead)
+                raise RuntimeError(f"workers died during the benchmark ({why})")
         finally:
             shared.set(STOP)
             for k in kids:

@@ -58,9 +58,11 @@ class Child:
 class Processes:
     """The worker processes and the evaluator of one run."""
 
-    def __init__(self, ctx, cfg: Config, spec, shared, run_dir: Path, threads: int, t0: float, best: float):
+    def __init__(self, ctx, cfg: Config, spec, shared, run_dir: Path, threads: int, t0: float, best: float,
+                 evals: list):
+        """`best` and `evals`: what earlier sessions of a resumed run reached; new evaluations are appended."""
         self.ctx, self.cfg, self.spec, self.shared, self.run_dir, self.t0 = ctx, cfg, spec, shared, run_dir, t0
-        self.threads, self.best0, self.evals = threads, best, []
+        self.threads, self.best0, self.evals = threads, best, list(evals)
         self.restarts, self.eval_restarts, self.nonfinite = 0, 0, False
         self.workers: list[Child] = []
         self.evaluator: Child | None = None

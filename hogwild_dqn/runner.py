@@ -20,7 +20,7 @@ from hogwild_dqn.envs import env_spec
 from hogwild_dqn.evaluator import snapshot
 from hogwild_dqn.networks import build_network
 from hogwild_dqn.processes import Processes, watch
-from hogwild_dqn.shared import all_finite, build_shared
+from hogwild_dqn.shared import SharedState, all_finite, build_shared
 
 
 def new_run_dir(cfg: Config, threads: int) -> Path:
@@ -64,6 +64,15 @@ def prepare_run_dir(cfg: Config, threads: int, resume: str | None) -> Path:
     return path
 
 
+def new_shared_state(cfg: Config, spec, threads: int) -> SharedState:
+    """The network (and target network for the Q methods) and the optimizer of cfg, in shared memory."""
+    actor_critic = cfg.algo == "a3c"
+    net = lambda: build_network(spec.obs_shape, spec.n_actions, actor_critic, cfg.hidden, cfg.mlp_layers)  # noqa: E731
+    return build_shared(net(), None if actor_critic else net(), cfg.optimizer, threads=threads,
+                        rms_alpha=cfg.rms_alpha, rms_eps=cfg.rms_eps, adam_betas=cfg.adam_betas,
+                        adam_eps=cfg.adam_eps)
+
+
 def run(cfg: Config, resume: str | None = None) -> int:
     """Train; return the process exit status (0 finished, 1 a process failed, 130/143 interrupted)."""
     spec = env_spec(cfg)
@@ -72,13 +81,9 @@ def run(cfg: Config, resume: str | None = None) -> int:
     if threads > (os.cpu_count() or 1):
         print(f"warning: {threads} workers on {os.cpu_count()} cores oversubscribe the CPU; "
               "each worker will run slower", file=sys.stderr)
-    actor_critic = cfg.algo == "a3c"
     torch.manual_seed(cfg.seed)
-    net = lambda: build_network(spec.obs_shape, spec.n_actions, actor_critic, cfg.hidden, cfg.mlp_layers)  # noqa: E731
     ctx = mp.get_context("spawn")
-    shared = build_shared(net(), None if actor_critic else net(), cfg.optimizer, threads=threads,
-                          rms_alpha=cfg.rms_alpha, rms_eps=cfg.rms_eps, adam_betas=cfg.adam_betas,
-                          adam_eps=cfg.adam_eps)
+    shared = new_shared_state(cfg, spec, threads)
     prior = {"frames": 0, "wall_seconds": 0.0, "evals": [], "best": -math.inf, "device": None}
     if resume is not None:
         prior = restore(shared, run_dir, cfg)
@@ -87,8 +92,8 @@ def run(cfg: Config, resume: str | None = None) -> int:
     config.save(cfg, run_dir / "config.yaml")
 
     start = time.time()
-    procs = Processes(ctx, cfg, spec, shared, run_dir, threads, start - prior["wall_seconds"], prior["best"])
-    procs.evals = list(prior["evals"])
+    procs = Processes(ctx, cfg, spec, shared, run_dir, threads, start - prior["wall_seconds"], prior["best"],
+                      prior["evals"])
     procs.start()
     writer = metrics.make_writer(run_dir, "runner")
     status, reason = watch(procs, cfg, shared, writer, prior["frames"], f"{cfg.game} {cfg.algo} x{threads}")
