@@ -7,9 +7,12 @@ import os
 from dataclasses import dataclass
 
 import ale_py
+import cv2
 import gymnasium as gym
 import numpy as np
-from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation, RecordEpisodeStatistics, TransformReward
+from ale_py import roms
+from gymnasium.utils import seeding
+from gymnasium.wrappers import RecordEpisodeStatistics, TransformReward
 
 from hogwild_dqn.config import Config, ConfigError
 
@@ -46,6 +49,85 @@ def resolve(game: str) -> tuple[bool, str]:
     hint = (f"; did you mean {', '.join(close)}?" if close
             else "; give an ALE game (Pong, Breakout, ...) or a gymnasium id")
     raise ConfigError(f"--game {game!r} is unknown{hint}")
+
+
+class AtariGame(gym.Env):
+    """ALE straight into a preallocated frame stack: the paper's preprocessing without the wrapper chain.
+
+    Same observations, rewards, seeding and no-op starts as gymnasium's ALE env (frameskip 1) under
+    AtariPreprocessing (grayscale, max of the last two frames, INTER_AREA resize) and FrameStackObservation
+    (tests/test_envs.py compares them frame by frame). Why: that chain fetched an RGB screen every emulator
+    frame and built the stack anew every step, a fifth of a worker's time on Pong.
+    """
+
+    metadata = {"render_modes": ["rgb_array"]}
+
+    def __init__(self, rom: str, *, frame_skip: int, noop_max: int, screen_size: int, frame_stack: int,
+                 max_episode_frames: int, render_mode: str | None = None):
+        ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)  # no banner from every process
+        self.ale = ale_py.ALEInterface()
+        self.ale.setFloat("repeat_action_probability", 0.0)
+        self.ale.setInt("max_num_frames_per_episode", max_episode_frames)
+        self.rom, self.render_mode = rom, render_mode  # rom: ale-py's id, e.g. "space_invaders"
+        self.frame_skip, self.noop_max, self.size = frame_skip, noop_max, (screen_size, screen_size)
+        self._seed(None)
+        self.actions = self.ale.getMinimalActionSet()
+        h, w = self.ale.getScreenDims()
+        self.screens = np.zeros((2, h, w), dtype=np.uint8)  # the last two frames of a step, max-pooled
+        self.stack = np.zeros((frame_stack, screen_size, screen_size), dtype=np.uint8)
+        self.action_space = gym.spaces.Discrete(len(self.actions))
+        self.observation_space = gym.spaces.Box(0, 255, self.stack.shape, np.uint8)
+
+    def _seed(self, seed: int | None) -> None:
+        # as ale_py's AtariEnv.seed_game: one seed sequence gives the no-op RNG and the emulator's seed
+        np_seed, ale_seed = np.random.SeedSequence(seed).generate_state(n_words=2)
+        self._np_random, _ = seeding.np_random(int(np_seed))
+        self.ale.setInt("random_seed", np.int32(ale_seed))
+        self.ale.loadROM(roms.get_rom_path(self.rom))
+
+    def _info(self) -> dict:
+        return {"lives": self.ale.lives(), "episode_frame_number": self.ale.getEpisodeFrameNumber(),
+                "frame_number": self.ale.getFrameNumber()}
+
+    def _push(self) -> np.ndarray:
+        """Max-pool the two frames, resize into the newest stack slot, return a copy of the stack."""
+        if self.frame_skip > 1:
+            np.maximum(self.screens[0], self.screens[1], out=self.screens[0])
+        self.stack[:-1] = self.stack[1:]
+        self.stack[-1] = cv2.resize(self.screens[0], self.size, interpolation=cv2.INTER_AREA)
+        return self.stack.copy()  # callers may keep observations; the stack changes in place
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        if seed is not None:
+            self._seed(seed)
+        self.ale.reset_game()
+        noops = self._np_random.integers(1, self.noop_max + 1) if self.noop_max > 0 else 0
+        for _ in range(noops):
+            self.ale.act(self.actions[0])
+            if self.ale.game_over():
+                self.ale.reset_game()
+        self.ale.getScreenGrayscale(self.screens[0])
+        self.screens[1].fill(0)
+        self._push()
+        self.stack[:] = self.stack[-1]  # the first observation fills the whole stack
+        return self.stack.copy(), self._info()
+
+    def step(self, action):
+        reward, terminated, truncated, ale = 0.0, False, False, self.ale
+        a = self.actions[action]
+        for t in range(self.frame_skip):
+            reward += ale.act(a)
+            terminated, truncated = ale.game_over(with_truncation=False), ale.game_truncated()
+            if terminated or truncated:
+                break  # as AtariPreprocessing: the observation keeps the frames grabbed before the end
+            if t == self.frame_skip - 2:
+                ale.getScreenGrayscale(self.screens[1])
+            elif t == self.frame_skip - 1:
+                ale.getScreenGrayscale(self.screens[0])
+        return self._push(), reward, terminated, truncated, self._info()
+
+    def render(self):
+        return self.ale.getScreenRGB() if self.render_mode == "rgb_array" else None
 
 
 class EpisodicLife(gym.Wrapper):
@@ -97,18 +179,15 @@ def make_env(cfg: Config, seed: int, for_eval: bool, render: bool = False) -> gy
         if not for_eval and cfg.reward_scale != 1.0:
             env = TransformReward(env, lambda r: r * cfg.reward_scale)
     else:
-        env = gym.make(env_id, frameskip=1, repeat_action_probability=0.0, full_action_space=False,
-                       max_num_frames_per_episode=cfg.max_episode_frames, **mode)
-        env = AtariPreprocessing(env, noop_max=cfg.noop_max, frame_skip=cfg.frame_skip,
-                                 screen_size=cfg.screen_size, terminal_on_life_loss=False, grayscale_obs=True)
-        env = RecordEpisodeStatistics(env)
+        env = RecordEpisodeStatistics(AtariGame(
+            gym.spec(env_id).kwargs["game"], frame_skip=cfg.frame_skip, noop_max=cfg.noop_max, screen_size=cfg.screen_size,
+            frame_stack=cfg.frame_stack, max_episode_frames=cfg.max_episode_frames, **mode))
         if not for_eval and cfg.life_loss_terminal:
             env = EpisodicLife(env)
         if not for_eval and cfg.clip_rewards:
             env = ClipReward(env)
         if not for_eval and cfg.reward_scale != 1.0:
             env = TransformReward(env, lambda r: r * cfg.reward_scale)
-        env = FrameStackObservation(env, cfg.frame_stack)
     env.action_space.seed(seed)
     env.reset(seed=seed)
     return env

@@ -69,9 +69,10 @@ class SharedRMSprop:
         # one fused call per operation over all tensors: the step runs every 5 agent steps, on the hot path
         torch._foreach_mul_(self.square_avg, self.alpha)
         torch._foreach_addcmul_(self.square_avg, grads, grads, value=1 - self.alpha)
-        denom = torch._foreach_add(self.square_avg, self.eps)
-        torch._foreach_sqrt_(denom)
-        torch._foreach_addcdiv_(self.params, grads, denom, value=-lr)
+        step = torch._foreach_add(self.square_avg, self.eps)
+        torch._foreach_rsqrt_(step)  # one pass cheaper than sqrt then divide
+        torch._foreach_mul_(step, grads)
+        torch._foreach_add_(self.params, step, alpha=-lr)
 
     def state_dict(self) -> dict:
         return {"square_avg": [t.clone() for t in self.square_avg]}
@@ -160,17 +161,16 @@ def build_shared(model: nn.Module, target: nn.Module | None, optimizer_name: str
 
 
 @torch.no_grad()
-def sync_local(local: nn.Module, shared_model: nn.Module) -> None:
-    """Refresh a worker's local copy in place (no state-dict building on the hot path)."""
-    torch._foreach_copy_(list(local.parameters()), list(shared_model.parameters()))
+def sync_local(local_params: list[torch.Tensor], shared_params: list[torch.Tensor]) -> None:
+    """Refresh a worker's local copy in place; the worker builds both parameter lists once, not per segment."""
+    torch._foreach_copy_(local_params, shared_params)
 
 
-def push_gradients(local: nn.Module, shared: SharedState, lr: float, grad_clip: float) -> float:
-    """Clip the local gradients and apply them to the shared parameters; return the pre-clip norm.
+def push_gradients(params: list[torch.Tensor], shared: SharedState, lr: float, grad_clip: float) -> float:
+    """Clip the gradients of the local `params` and apply them to the shared parameters; return the pre-clip norm.
 
     Raises NonFinite, before touching the shared parameters, if the gradient holds NaN or Inf.
     """
-    params = list(local.parameters())
     norm = float(torch.nn.utils.clip_grad_norm_(params, grad_clip if grad_clip > 0 else math.inf))
     if not math.isfinite(norm):
         raise NonFinite(f"non-finite gradient (norm {norm})")

@@ -60,6 +60,7 @@ def run_worker(rank: int, seed: int, cfg: Config, spec: EnvSpec, shared: SharedS
     shared.worker_seed[rank] = seed
     env = make_env(cfg, seed, for_eval=False)
     local = build_network(spec.obs_shape, spec.n_actions, actor_critic, cfg.hidden, cfg.mlp_layers)
+    params, shared_params = list(local.parameters()), list(shared.model.parameters())
     writer = metrics.make_writer(run_dir, f"worker{rank}")
 
     # Preallocated segment buffers: obs[t] is s_t, obs[t+1] is the state after a_t.
@@ -78,7 +79,7 @@ def run_worker(rank: int, seed: int, cfg: Config, spec: EnvSpec, shared: SharedS
     parent = os.getppid()  # if the runner is killed outright, this changes and the worker stops by itself
     try:
         while not shared.is_set(STOP) and frames < cfg.frames and os.getppid() == parent:
-            sync_local(local, shared.model)
+            sync_local(params, shared_params)
             eps = epsilon(frames, cfg.eps_start, final_eps, cfg.eps_anneal_frames)
             if not carry:
                 actions[0] = act(local, obs_buf[0], eps, actor_critic, rng)
@@ -96,7 +97,8 @@ def run_worker(rank: int, seed: int, cfg: Config, spec: EnvSpec, shared: SharedS
                                       int(info["episode"]["l"]) * spec.frames_per_step, frames)
                 if term or trunc:
                     break
-                actions[t + 1] = act(local, obs_buf[t + 1], eps, actor_critic, rng)
+                if t + 1 < T:  # the action in the segment's last state is chosen after the next sync
+                    actions[t + 1] = act(local, obs_buf[t + 1], eps, actor_critic, rng)
             ended = bool(terminated[n - 1] or truncated[n - 1])
             if cfg.algo == "sarsa1":  # a' in the last next state, chosen before the update
                 actions[n] = act(local, obs_buf[n], eps, actor_critic, rng)
@@ -112,10 +114,11 @@ def run_worker(rank: int, seed: int, cfg: Config, spec: EnvSpec, shared: SharedS
             loss, info_m = loss_fn(out, target_q_next, seg, **hp)
             if not math.isfinite(loss.item()):
                 raise NonFinite(f"non-finite loss {loss.item()}")
-            local.zero_grad(set_to_none=True)
+            for p in params:
+                p.grad = None
             loss.backward()
             lr = learning_rate(frames, cfg.lr, cfg.frames, cfg.lr_anneal)
-            info_m["losses/grad_norm"] = push_gradients(local, shared, lr, cfg.grad_clip)
+            info_m["losses/grad_norm"] = push_gradients(params, shared, lr, cfg.grad_clip)
             frames = add_frames(shared, rank, n * spec.frames_per_step)
             if rank == 0:
                 maybe_sync_target(shared, frames, cfg.target_update)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from hogwild_dqn.config import Config, ConfigError
-from hogwild_dqn.envs import env_spec, make_env, resolve
+from hogwild_dqn.envs import AtariGame, env_spec, make_env, resolve
 
 
 def test_game_names_resolve():
@@ -55,3 +55,35 @@ def test_rewards_clipped_in_training_only():
             if term or trunc:
                 env.reset()
         env.close()
+
+
+@pytest.mark.parametrize("game", ["Pong", "Breakout"])
+def test_lean_atari_matches_gymnasium_preprocessing(game):
+    """Our ALE path gives the observations, rewards, ends and infos of gymnasium's wrapper chain, frame for frame."""
+    import ale_py
+    import gymnasium as gym
+    from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
+
+    gym.register_envs(ale_py)
+    max_frames = 2000  # short games: truncations and resets are compared too
+    ref = FrameStackObservation(AtariPreprocessing(
+        gym.make(f"ALE/{game}-v5", frameskip=1, repeat_action_probability=0.0, full_action_space=False,
+                 max_num_frames_per_episode=max_frames),
+        noop_max=30, frame_skip=4, screen_size=84, terminal_on_life_loss=False, grayscale_obs=True), 4)
+    ours = AtariGame(game.lower(), frame_skip=4, noop_max=30, screen_size=84, frame_stack=4,
+                     max_episode_frames=max_frames)
+    (o1, i1), (o2, i2) = ref.reset(seed=5), ours.reset(seed=5)
+    i1.pop("seeds")
+    assert np.array_equal(o1, o2) and i1 == i2
+    rng, ends = np.random.default_rng(0), 0
+    for _ in range(1500):
+        a = int(rng.integers(ours.action_space.n))
+        (o1, *rest1), (o2, *rest2) = ref.step(a), ours.step(a)
+        assert np.array_equal(o1, o2) and rest1 == rest2
+        if rest1[1] or rest1[2]:
+            ends += 1
+            (o1, i1), (o2, i2) = ref.reset(), ours.reset()  # unseeded: the no-op RNG carries on in both
+            assert np.array_equal(o1, o2) and i1 == i2
+    assert ends >= 2
+    ref.close()
+    ours.close()

@@ -73,11 +73,11 @@ def test_no_stale_gradient_after_zero_grad_sets_none():
     start = shared_net.weight.detach().clone().flatten().tolist()
     grads = []
     for x in ([1.0, 2.0], [-3.0, 0.5]):
-        sync_local(local, shared_net)
+        sync_local(list(local.parameters()), list(shared_net.parameters()))
         local.zero_grad(set_to_none=True)
         local(torch.tensor(x)).sum().backward()  # d/dw of w.x is x
         grads.append(x)
-        push_gradients(local, shared, lr=0.01, grad_clip=0)
+        push_gradients(list(local.parameters()), shared, lr=0.01, grad_clip=0)
     expected = reference_rmsprop(start, grads, 0.01, 0.99, 0.1)
     assert shared_net.weight.flatten().tolist() == pytest.approx(expected.tolist(), abs=1e-6)
 
