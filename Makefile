@@ -19,15 +19,25 @@ MINUTES ?= 30
 SEEDS   ?= 1
 SCORE   ?=
 BENCH_ARGS ?=
+CLUSTER ?=
 
 opt = $(if $(strip $(2)),$(1) $(2))
 TRAIN_ARGS = $(call opt,--game,$(GAME)) $(call opt,--algo,$(ALGO)) $(call opt,--threads,$(THREADS)) \
              $(call opt,--frames,$(FRAMES)) $(call opt,--seed,$(SEED)) $(call opt,--run-dir,$(RUN_DIR)) \
-             $(call opt,--config,$(CONFIG)) $(call opt,--logdir,$(LOGDIR)) $(call opt,--resume,$(RESUME)) $(ARGS)
+             $(call opt,--config,$(CONFIG)) $(call opt,--logdir,$(LOGDIR)) $(call opt,--resume,$(RESUME)) \
+             $(call opt,--cluster,$(CLUSTER)) $(ARGS)
 
-.PHONY: install train test soak sweep report bench clean-venv
+.PHONY: install install-cluster train test soak sweep report bench clean-venv
 
 install: $(STAMP)
+
+# Ray, for CLUSTER=... runs (optional: a single-machine run never imports it). `make test` needs it too.
+CLUSTER_STAMP := $(VENV)/.installed-cluster
+install-cluster: $(CLUSTER_STAMP)
+
+$(CLUSTER_STAMP): requirements-cluster.txt $(STAMP)
+	$(PY) -m pip install --quiet -r requirements-cluster.txt
+	touch $(CLUSTER_STAMP)
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -35,10 +45,10 @@ $(STAMP): requirements.txt
 	$(PY) -m pip install --quiet -r requirements.txt
 	touch $(STAMP)
 
-train: $(STAMP)
+train: $(STAMP) $(if $(strip $(CLUSTER)),$(CLUSTER_STAMP))
 	$(PY) train.py $(TRAIN_ARGS)
 
-test: $(STAMP)
+test: $(STAMP) $(CLUSTER_STAMP)
 	$(PY) -m pytest -q tests
 
 # The shell loop of a thread-count sweep: one run per (threads, seed), each in its own run dir under LOGDIR.

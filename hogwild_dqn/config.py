@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -76,6 +77,10 @@ class Config:
     clip_rewards: bool = _f(True, "Atari, training only: clip rewards to [-1, 1]")
     reward_scale: float = _f(1.0, "training only: rewards are multiplied by this (after Atari's clipping)")
     life_loss_terminal: bool = _f(True, "Atari, training only: a lost life is a terminal for the return maths")
+    # several machines (Ray; see README "Beyond one machine")
+    cluster: str = _f("", "Ray cluster to train on: auto, or the head's host:port; empty: this machine only, "
+                          "Ray is not imported")
+    sync_seconds: float = _f(1.0, "cluster: seconds between a machine's exchanges with the parameter holder")
     # faults
     max_restarts: int = _f(3, "crashed or killed workers are restarted this many times in all; then the run stops")
     # console and logging
@@ -100,7 +105,7 @@ class Config:
         for name in ("frames", "t_max", "target_update", "eval_every", "eval_episodes", "hidden", "mlp_layers",
                      "frame_skip", "frame_stack", "screen_size", "max_episode_frames", "log_every"):
             positive(name, integer=True)
-        for name in ("lr", "rms_alpha", "rms_eps", "adam_eps", "gamma", "reward_scale"):
+        for name in ("lr", "rms_alpha", "rms_eps", "adam_eps", "gamma", "reward_scale", "sync_seconds"):
             positive(name, integer=False)
         if not 0 < self.gamma <= 1 or not 0 < self.rms_alpha < 1:
             raise ConfigError("--gamma must be in (0, 1] and --rms-alpha in (0, 1)")
@@ -111,6 +116,9 @@ class Config:
         for e in [self.eps_start, self.eval_epsilon, *self.eps_finals]:
             if not 0 <= e <= 1:
                 raise ConfigError(f"epsilons must lie in [0, 1], got {e}")
+        if self.cluster and self.cluster != "auto" and not re.fullmatch(r"[\w.\-]+:\d{1,5}|\[[0-9a-fA-F:]+\]:\d{1,5}",
+                                                                      self.cluster):
+            raise ConfigError(f"--cluster must be auto or the Ray head's host:port, got {self.cluster!r}")
         if isinstance(self.max_restarts, bool) or self.max_restarts < 0:
             raise ConfigError(f"--max-restarts must be an integer >= 0, got {self.max_restarts!r}")
         if min(self.noop_max, self.grad_clip, self.entropy_beta, self.eps_anneal_frames, self.video_steps) < 0:

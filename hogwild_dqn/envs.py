@@ -180,8 +180,9 @@ def make_env(cfg: Config, seed: int, for_eval: bool, render: bool = False) -> gy
             env = TransformReward(env, lambda r: r * cfg.reward_scale)
     else:
         env = RecordEpisodeStatistics(AtariGame(
-            gym.spec(env_id).kwargs["game"], frame_skip=cfg.frame_skip, noop_max=cfg.noop_max, screen_size=cfg.screen_size,
-            frame_stack=cfg.frame_stack, max_episode_frames=cfg.max_episode_frames, **mode))
+            gym.spec(env_id).kwargs["game"], frame_skip=cfg.frame_skip, noop_max=cfg.noop_max,
+            screen_size=cfg.screen_size, frame_stack=cfg.frame_stack, max_episode_frames=cfg.max_episode_frames,
+            **mode))
         if not for_eval and cfg.life_loss_terminal:
             env = EpisodicLife(env)
         if not for_eval and cfg.clip_rewards:

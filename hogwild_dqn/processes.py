@@ -25,7 +25,7 @@ class Stopped(Exception):
     """Raised in the main process by SIGTERM, like KeyboardInterrupt for SIGINT."""
 
 
-def _on_sigterm(signum, frame):
+def on_sigterm(signum, frame):
     raise Stopped()
 
 
@@ -56,13 +56,13 @@ class Child:
 
 
 class Processes:
-    """The worker processes and the evaluator of one run."""
+    """The worker processes and the evaluator of one run (a machine of a cluster run has no evaluator)."""
 
     def __init__(self, ctx, cfg: Config, spec, shared, run_dir: Path, threads: int, t0: float, best: float,
-                 evals: list):
+                 evals: list, with_evaluator: bool = True):
         """`best` and `evals`: what earlier sessions of a resumed run reached; new evaluations are appended."""
         self.ctx, self.cfg, self.spec, self.shared, self.run_dir, self.t0 = ctx, cfg, spec, shared, run_dir, t0
-        self.threads, self.best0, self.evals = threads, best, list(evals)
+        self.threads, self.best0, self.evals, self.with_evaluator = threads, best, list(evals), with_evaluator
         self.restarts, self.eval_restarts, self.nonfinite = 0, 0, False
         self.workers: list[Child] = []
         self.evaluator: Child | None = None
@@ -77,7 +77,7 @@ class Processes:
 
     def start(self) -> None:
         self.workers = [self._worker(r, self.cfg.seed + r) for r in range(self.threads)]
-        self.evaluator = self._evaluator()
+        self.evaluator = self._evaluator() if self.with_evaluator else None
 
     def check(self) -> str | None:
         """Collect evaluations; restart dead processes within their budgets; return why the run must stop."""
@@ -97,7 +97,7 @@ class Processes:
             tqdm.write(f"{w.name} died ({why}); restart {self.restarts} of {self.cfg.max_restarts}, seed {seed}",
                        file=sys.stderr)
             self.workers[rank] = self._worker(rank, seed)
-        if self.evaluator.proc.exitcode not in (None, 0):
+        if self.evaluator is not None and self.evaluator.proc.exitcode not in (None, 0):
             why = self.why(self.evaluator)
             if self.evaluator.proc.exitcode == NONFINITE_EXIT:
                 self.nonfinite = True
@@ -141,7 +141,7 @@ class Processes:
         Without `wait_for_eval` (a failure or a signal) the evaluator is stopped first, so that it can neither
         delay the exit nor play and save weights that may be broken.
         """
-        if not wait_for_eval:
+        if not wait_for_eval and self.evaluator is not None:
             self.evaluator.proc.terminate()
         self.shared.set(STOP)
         deadline = time.time() + JOIN_SECONDS
@@ -153,7 +153,7 @@ class Processes:
                 w.proc.join(timeout=2)
         self.shared.set(WORKERS_DONE)  # the evaluator plays its last evaluation on the final weights
         deadline = time.time() + FINAL_EVAL_SECONDS
-        while self.evaluator.proc.is_alive():
+        while self.evaluator is not None and self.evaluator.proc.is_alive():
             self.drain()
             if time.time() > deadline:
                 tqdm.write(f"the last evaluation took over {FINAL_EVAL_SECONDS} s; stopping it", file=sys.stderr)
@@ -164,7 +164,7 @@ class Processes:
 
 def watch(procs: Processes, cfg: Config, shared, writer, frames0: int, desc: str) -> tuple[int, str]:
     """Show progress and log frames/s until the workers finish, a process fails, or a signal arrives."""
-    signal.signal(signal.SIGTERM, _on_sigterm)
+    signal.signal(signal.SIGTERM, on_sigterm)
     bar = tqdm(total=cfg.frames, initial=frames0, unit="frame", unit_scale=True, dynamic_ncols=True, desc=desc,
                disable=not cfg.progress, mininterval=0.5 if sys.stderr.isatty() else 30)  # logs: every 30 s
     last_log, last_frames = time.time(), frames0

@@ -64,17 +64,21 @@ def prepare_run_dir(cfg: Config, threads: int, resume: str | None) -> Path:
     return path
 
 
-def new_shared_state(cfg: Config, spec, threads: int) -> SharedState:
+def new_shared_state(cfg: Config, spec, threads: int, extra_frame_slots: int = 0) -> SharedState:
     """The network (and target network for the Q methods) and the optimizer of cfg, in shared memory."""
     actor_critic = cfg.algo == "a3c"
     net = lambda: build_network(spec.obs_shape, spec.n_actions, actor_critic, cfg.hidden, cfg.mlp_layers)  # noqa: E731
     return build_shared(net(), None if actor_critic else net(), cfg.optimizer, threads=threads,
                         rms_alpha=cfg.rms_alpha, rms_eps=cfg.rms_eps, adam_betas=cfg.adam_betas,
-                        adam_eps=cfg.adam_eps)
+                        adam_eps=cfg.adam_eps, extra_frame_slots=extra_frame_slots)
 
 
 def run(cfg: Config, resume: str | None = None) -> int:
     """Train; return the process exit status (0 finished, 1 a process failed, 130/143 interrupted)."""
+    if cfg.cluster:  # only then is Ray imported at all
+        from hogwild_dqn.cluster import run_cluster
+
+        return run_cluster(cfg, resume)
     spec = env_spec(cfg)
     threads = cfg.resolved_threads()
     run_dir = prepare_run_dir(cfg, threads, resume)
@@ -142,7 +146,8 @@ def restore(shared, run_dir: Path, cfg: Config) -> dict:
         shared.model.load_state_dict(ckpt["model"])
         if shared.target is not None:
             shared.target.load_state_dict(ckpt["target"])
-        shared.optimizer.load_state_dict(ckpt["optimizer"])
+        if ckpt["optimizer"] is not None:  # a cluster run's checkpoint has none: statistics stay per machine
+            shared.optimizer.load_state_dict(ckpt["optimizer"])
     except (RuntimeError, KeyError, TypeError, ValueError) as e:
         raise ConfigError(f"checkpoint {run_dir / 'checkpoint.pt'} does not fit this network/optimizer "
                           f"({str(e).splitlines()[0][:120]})") from None

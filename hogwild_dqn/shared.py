@@ -125,7 +125,8 @@ class SharedState:
     model: nn.Module
     target: nn.Module | None
     optimizer: SharedRMSprop | SharedAdam
-    worker_frames: torch.Tensor  # [threads] int64, each worker's frame count (global frames = sum)
+    worker_frames: torch.Tensor  # [threads (+1)] int64, each worker's frame count (global frames = sum); on a
+                                 # machine of a cluster run the extra last slot holds the other machines' frames
     target_epoch: torch.Tensor   # [1] int64, target copies so far (= intervals covered)
     flags: torch.Tensor          # [2] uint8, STOP and WORKERS_DONE
     worker_eps: torch.Tensor     # [threads] float64, NaN until the worker has drawn its final epsilon
@@ -143,7 +144,8 @@ class SharedState:
 
 
 def build_shared(model: nn.Module, target: nn.Module | None, optimizer_name: str, *, threads: int,
-                 rms_alpha: float, rms_eps: float, adam_betas, adam_eps: float) -> SharedState:
+                 rms_alpha: float, rms_eps: float, adam_betas, adam_eps: float, extra_frame_slots: int = 0
+                 ) -> SharedState:
     """Move the networks into shared memory and allocate the optimizer's statistics and the counters."""
     model.share_memory()
     if target is not None:
@@ -155,7 +157,7 @@ def build_shared(model: nn.Module, target: nn.Module | None, optimizer_name: str
     else:
         opt = SharedRMSprop(model.parameters(), rms_alpha, rms_eps)
     zeros = lambda n, dtype: torch.zeros(n, dtype=dtype).share_memory_()  # noqa: E731
-    return SharedState(model, target, opt, zeros(threads, torch.int64), zeros(1, torch.int64),
+    return SharedState(model, target, opt, zeros(threads + extra_frame_slots, torch.int64), zeros(1, torch.int64),
                        zeros(2, torch.uint8), torch.full((threads,), math.nan, dtype=torch.float64).share_memory_(),
                        zeros(threads, torch.int64))
 

@@ -1,0 +1,118 @@
+"""Cluster runs on a real 2-machine Ray cluster on loopback (Ray's own multi-node test support), real processes."""
+
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from hogwild_dqn.checkpoint import load_checkpoint
+from tests.conftest import ROOT, read_summary, run_train
+
+ray_cluster_utils = pytest.importorskip("ray.cluster_utils")  # `make test` installs Ray (requirements-cluster.txt)
+
+NODE = {"num_cpus": 1, "object_store_memory": 80 * 2**20, "node_ip_address": "127.0.0.1"}
+CARTPOLE = ["--game", "CartPole-v1", "--algo", "a3c", "--threads", "1", "--eval-every", "5000", "--seed", "1"]
+
+
+@pytest.fixture
+def cluster():
+    """A head and one more machine, one CPU each, everything bound to 127.0.0.1."""
+    c = ray_cluster_utils.Cluster(initialize_head=True, head_node_args={**NODE, "include_dashboard": False})
+    c.add_node(**NODE)
+    c.wait_for_nodes()
+    yield c
+    c.shutdown()
+
+
+def test_two_machines_train_cartpole_and_learn(cluster, tmp_path):
+    run = tmp_path / "run"
+    r = run_train(*CARTPOLE, "--frames", "40000", "--cluster", cluster.address, "--run-dir", run, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    s = read_summary(run)
+    assert len(s["cluster"]["nodes"]) == 2
+    assert all(f > 2000 for f in s["cluster"]["frames_per_node"].values()), s["cluster"]  # both machines trained
+    assert s["frames"] >= 40000 and s["cluster"]["syncs"] > 10
+    assert s["best_eval_return"] >= 195, s["evals"]  # a random policy scores about 22
+    # every machine's event files were merged under the head's run dir; the holder logged the evaluations
+    for node in s["cluster"]["nodes"]:
+        assert list((run / node).glob("events.out.tfevents.*.worker0")), node
+    assert list(run.glob("events.out.tfevents.*.holder"))
+    ckpt = load_checkpoint(run / "checkpoint.pt", "CartPole-v1", "a3c")
+    assert ckpt["frames"] == s["frames"] and (run / "best.pt").is_file()
+
+
+def _wait_for(predicate, seconds: float, what: str):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if predicate():
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_a_lost_machine_does_not_stop_the_run_and_rejoins(cluster, tmp_path):
+    run = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, str(ROOT / "train.py"), "--no-progress", *CARTPOLE, "--frames", "150000",
+                             "--cluster", cluster.address, "--run-dir", str(run)], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        log = run / "cluster.log"
+        text = lambda: log.read_text() if log.is_file() else ""  # noqa: E731
+        # both machines are training once both have shipped event files to the head
+        _wait_for(lambda: len(list(run.glob("node*/events.out.tfevents.*"))) >= 2, 180, "both machines training")
+        # the other machine dies: its raylet, its pool and its workers
+        cluster.remove_node(next(iter(cluster.worker_nodes)), allow_graceful=False)
+        _wait_for(lambda: " lost (" in text(), 120, "the loss to be logged")
+        cluster.add_node(**NODE)  # it comes back (as a new Ray node) and must rejoin
+        _wait_for(lambda: "node2-" in text(), 120, "the machine to rejoin")
+        out, err = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err[-3000:]
+    assert "the other machines keep training" in err
+    s = read_summary(run)
+    assert s["frames"] >= 150000 and len(s["cluster"]["nodes"]) == 3
+    assert sum(1 for f in s["cluster"]["frames_per_node"].values() if f > 0) == 3  # the returned one trained too
+
+
+def test_holder_lost_stops_cleanly_and_resume_continues(cluster, tmp_path):
+    run = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, str(ROOT / "train.py"), "--no-progress", *CARTPOLE, "--frames", "200000",
+                             "--cluster", cluster.address, "--run-dir", str(run)], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(lambda: (run / "checkpoint.pt").is_file(), 240, "the first checkpoint")
+        holder = [p for p in psutil.process_iter(["cmdline"]) if "ray::ParameterHolder" in " ".join(p.info["cmdline"]
+                                                                                                   or [])]
+        assert len(holder) == 1
+        holder[0].kill()
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1
+    assert "the parameter holder is gone" in err and f"--resume {run}" in err
+    ckpt = load_checkpoint(run / "checkpoint.pt", "CartPole-v1", "a3c")  # intact
+    more = ckpt["frames"] + 10000
+    r = run_train("--resume", run, "--frames", more, "--cluster", cluster.address, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    s = read_summary(run)
+    assert s["frames"] >= more and s["evals"][0]["frames"] <= ckpt["frames"]  # the earlier evaluations are kept
+
+
+def test_single_machine_runs_never_import_ray(tmp_path):
+    code = ("import sys, train; rc = train.main(['--game', 'CartPole-v1', '--frames', '3000', '--eval-every', "
+            f"'3000', '--threads', '1', '--no-progress', '--run-dir', {str(tmp_path / 'run')!r}]); "
+            "print('ray' in sys.modules, rc)")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.stdout.split()[-2:] == ["False", "0"], r.stderr[-2000:]
+
+
+def test_unreachable_cluster_is_one_line_error(tmp_path):
+    r = run_train("--game", "CartPole-v1", "--cluster", "127.0.0.1:9", "--run-dir", tmp_path / "run", timeout=300)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr[-2000:]
+    assert "cannot join the Ray cluster at 127.0.0.1:9" in r.stderr
+    assert not (tmp_path / "run").exists()
