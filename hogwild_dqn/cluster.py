@@ -1,6 +1,7 @@
 """Several machines on Ray: each runs the usual Hogwild pool; a global holder merges their parameter changes.
 
-The only module that imports Ray, and only when --cluster is given. Shape (README, "Beyond one machine"):
+The only modules that import Ray (this one and cluster_actors.py, where the actors live), and only when
+--cluster is given. Shape (README, "Beyond one machine"):
 - ParameterHolder (one Ray actor, on the head): the global weights, the target network, the global frame
   counter, the evaluations; it writes checkpoint.pt, best.pt, summary.json and the machines' event files.
 - NodePool (one Ray actor per machine, num_cpus = its workers): the local pool of worker processes over one
@@ -21,267 +22,23 @@ import os
 import signal
 import socket
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-import torch
 from tqdm import tqdm
 
-from hogwild_dqn import config, metrics
-from hogwild_dqn.checkpoint import atomic_save, load_checkpoint
+from hogwild_dqn import config
+from hogwild_dqn.checkpoint import load_checkpoint
+from hogwild_dqn.cluster_actors import SYNC_TIMEOUT, Evaluator, NodePool, ParameterHolder
 from hogwild_dqn.config import Config, ConfigError
-from hogwild_dqn.envs import EnvSpec, env_spec, make_env
-from hogwild_dqn.evaluator import EVAL_SEED_OFFSET, play_episode
-from hogwild_dqn.networks import build_network
-from hogwild_dqn.processes import Processes, Stopped, on_sigterm
-from hogwild_dqn.runner import make_summary, new_shared_state, prepare_run_dir
-from hogwild_dqn.shared import STOP, all_finite
+from hogwild_dqn.envs import env_spec
+from hogwild_dqn.processes import Stopped, on_sigterm
+from hogwild_dqn.runner import prepare_run_dir
 
-NEVER = 2**62            # a machine's workers never copy the target network: the holder's copy is pushed to them
-SYNC_TIMEOUT = 60        # an exchange unanswered this long: the holder is treated as gone
 REJOIN_SCAN_SECONDS = 2  # how often the driver looks for machines that joined or came back
 NO_MACHINE_SECONDS = 120  # with no machine left this long, the run stops
-LOG_SHIP_SECONDS = 5     # how often a machine sends the new bytes of its event files to the head
 POOL_FAILURES = 3        # a machine whose pool failed this many times is not given another
 HEAD = "node:__internal_head__"  # Ray's resource of the head node: the holder writes the run dir there
-
-
-def _flat(params: list[torch.Tensor]) -> torch.Tensor:
-    return torch.cat([p.detach().reshape(-1) for p in params])
-
-
-@torch.no_grad()
-def _assign(params: list[torch.Tensor], flat) -> None:
-    """Copy a flat vector into parameters in place (they may live in shared memory: never rebind .data)."""
-    flat = torch.as_tensor(flat)
-    i = 0
-    for p in params:
-        p.copy_(flat[i:i + p.numel()].view_as(p))
-        i += p.numel()
-
-
-def _network(cfg: Config, spec: EnvSpec) -> torch.nn.Module:
-    return build_network(spec.obs_shape, spec.n_actions, cfg.algo == "a3c", cfg.hidden, cfg.mlp_layers)
-
-
-class ParameterHolder:
-    """The global state of a cluster run. Ray runs its methods one at a time, so no lock is needed."""
-
-    def __init__(self, cfg: Config, spec: EnvSpec, run_dir: str, start: dict):
-        torch.set_num_threads(1)
-        self.cfg, self.spec, self.run_dir = cfg, spec, Path(run_dir)
-        torch.manual_seed(cfg.seed)
-        net = _network(cfg, spec)
-        if start["model"] is not None:
-            net.load_state_dict(start["model"])
-        self.net = net
-        self.flat = _flat(list(net.parameters())).numpy().copy()
-        self.target = None
-        if cfg.algo != "a3c":
-            self.target = self.flat.copy()
-            if start["target"] is not None:
-                tnet = _network(cfg, spec)
-                tnet.load_state_dict(start["target"])
-                self.target = _flat(list(tnet.parameters())).numpy().copy()
-        self.frames, self.target_epoch = start["frames"], start["target_epoch"]
-        self.frames0, self.evals, self.best = start["frames"], list(start["evals"]), start["best"]
-        self.wall0, self.t0 = start["wall_seconds"], time.time()
-        self.stop, self.node_frames, self.sync_seconds = False, {}, []
-        self.writer = metrics.make_writer(self.run_dir, "holder")
-
-    def exchange(self, node: str, delta, frames: int, target_epoch: int, sync_seconds: float | None) -> dict:
-        """Apply a machine's parameter change and frames; answer with the global weights (and target if newer)."""
-        self.flat += delta  # arrays from Ray's object store are read-only: only ever read `delta`
-        self.frames += frames
-        self.node_frames[node] = self.node_frames.get(node, 0) + frames
-        if self.target is not None and self.frames // self.cfg.target_update > self.target_epoch:
-            self.target[:] = self.flat
-            self.target_epoch = self.frames // self.cfg.target_update
-        if sync_seconds is not None:
-            self.sync_seconds.append(sync_seconds)
-            self.writer.add_scalar(f"cluster/sync_seconds/{node}", sync_seconds, self.frames)
-        newer_target = self.target is not None and target_epoch != self.target_epoch
-        return {"weights": self.flat.copy(), "frames": self.frames,
-                "stop": self.stop or self.frames >= self.cfg.frames,
-                "target": self.target.copy() if newer_target else None, "target_epoch": self.target_epoch}
-
-    def weights(self) -> np.ndarray:
-        return self.flat.copy()
-
-    def status(self) -> dict:
-        return {"frames": self.frames, "evals": len(self.evals), "last_eval": self.evals[-1] if self.evals else None,
-                "node_frames": dict(self.node_frames)}
-
-    def request_stop(self) -> None:
-        self.stop = True
-
-    def append_logs(self, node: str, chunks: dict) -> None:
-        """A machine's new event-file bytes land under <run_dir>/<node>/ (event files are append-only)."""
-        for rel, data in chunks.items():
-            path = self.run_dir / node / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with open(path, "ab") as f:
-                f.write(data)
-
-    def _state(self, flat) -> dict:
-        _assign(list(self.net.parameters()), flat)
-        target = None
-        if self.target is not None:
-            tnet = _network(self.cfg, self.spec)
-            _assign(list(tnet.parameters()), self.target)
-            target = {k: v.clone() for k, v in tnet.state_dict().items()}
-        return {"model": {k: v.clone() for k, v in self.net.state_dict().items()}, "target": target,
-                "optimizer": None, "target_epoch": self.target_epoch, "worker_eps": torch.zeros(0),
-                "worker_seed": torch.zeros(0, dtype=torch.int64), "frames": self.frames,
-                "best_eval_return": self.best, "game": self.cfg.game, "algo": self.cfg.algo,
-                "obs_shape": list(self.spec.obs_shape), "n_actions": self.spec.n_actions,
-                "config": self.cfg.to_dict()}
-
-    def add_eval(self, result: dict, played) -> None:
-        """Log an evaluation (of the weights `played`); keep best.pt, and write checkpoint.pt."""
-        result["wall_seconds"] = round(self.wall0 + time.time() - self.t0, 2)
-        self.evals.append(result)
-        for tag, key in ((metrics.EVAL_MEAN, "mean_return"), (metrics.EVAL_STD, "std_return"),
-                         (metrics.EVAL_SECONDS, "seconds")):
-            self.writer.add_scalar(tag, result[key], result["frames"])
-        self.writer.flush()
-        if result["mean_return"] > self.best:
-            self.best = result["mean_return"]
-            atomic_save({**self._state(played), "frames": result["frames"]}, self.run_dir / "best.pt")
-        self.checkpoint()
-
-    def checkpoint(self, reason: str = "running", nodes: tuple = ()) -> dict:
-        """checkpoint.pt, and summary.json next to it (so a run whose holder dies keeps its evaluations)."""
-        if all_finite([torch.from_numpy(self.flat)]):  # never overwrite the last good checkpoint with NaN/Inf
-            atomic_save(self._state(self.flat), self.run_dir / "checkpoint.pt")
-        prior = {"frames": self.frames0, "wall_seconds": self.wall0, "device": None}
-        summary = make_summary(self.cfg, self.cfg.threads or 0, reason, self.frames, time.time() - self.t0, prior,
-                               self.evals, self.best)
-        sync = sorted(self.sync_seconds)
-        summary["cluster"] = {"nodes": sorted(set(nodes) | set(self.node_frames)),
-                              "frames_per_node": self.node_frames,
-                              "sync_seconds_median": sync[len(sync) // 2] if sync else None,
-                              "syncs": len(sync), "sync_bytes": int(self.flat.nbytes)}
-        tmp = self.run_dir / ".summary.json.tmp"
-        tmp.write_text(json.dumps(summary, indent=2))
-        tmp.replace(self.run_dir / "summary.json")
-        return summary
-
-    def finish(self, reason: str, nodes: list[str]) -> dict:
-        """The final checkpoint and summary.json; return the summary."""
-        summary = self.checkpoint(reason, tuple(nodes))
-        self.writer.add_scalar(metrics.FPS, summary["frames_per_second"], self.frames)
-        self.writer.close()
-        return summary
-
-
-class LogShipper:
-    """Sends the bytes appended to a machine's event files since the last call."""
-
-    def __init__(self, root: Path):
-        self.root, self.offsets = root, {}
-
-    def new_bytes(self) -> dict:
-        chunks = {}
-        for path in self.root.rglob("events.out.tfevents.*"):
-            rel = str(path.relative_to(self.root))
-            with open(path, "rb") as f:
-                f.seek(self.offsets.get(rel, 0))
-                data = f.read()
-            if data:
-                chunks[rel] = data
-                self.offsets[rel] = self.offsets.get(rel, 0) + len(data)
-        return chunks
-
-
-class NodePool:
-    """One machine: its Hogwild pool of worker processes and the bridge to the holder (this actor's process)."""
-
-    def __init__(self, cfg: Config, spec: EnvSpec, node: str, threads: int, holder):
-        self.cfg, self.spec, self.node, self.threads, self.holder = cfg, spec, node, threads, holder
-
-    def run(self) -> dict:
-        import ray
-        import torch.multiprocessing as mp
-
-        torch.set_num_threads(1)
-        cfg = Config(**{**self.cfg.to_dict(), "target_update": NEVER})
-        shared = new_shared_state(cfg, self.spec, self.threads, extra_frame_slots=1)
-        params = list(shared.model.parameters())
-        target_params = None if shared.target is None else list(shared.target.parameters())
-        local_dir = Path(tempfile.mkdtemp(prefix=f"hogwild_dqn-{self.node}-"))
-        shipper = LogShipper(local_dir)
-        state = {"base": None, "reported": 0, "target_epoch": -1, "last_sync": None}
-
-        def exchange(initial: bool = False) -> bool:
-            """One round trip with the holder; return whether the run is to stop."""
-            t0 = time.time()
-            sent = _flat(params)
-            local = int(shared.worker_frames[: self.threads].sum())
-            delta = np.zeros_like(sent.numpy()) if initial else (sent - state["base"]).numpy()
-            reply = ray.get(self.holder.exchange.remote(self.node, delta, local - state["reported"],
-                                                        state["target_epoch"], state["last_sync"]),
-                            timeout=SYNC_TIMEOUT)
-            glob = torch.from_numpy(np.array(reply["weights"]))  # a writable copy
-            # rebase: the global weights plus what the workers learnt during the round trip
-            _assign(params, glob if initial else glob + (_flat(params) - sent))
-            state["base"], state["reported"] = glob, local
-            if reply["target"] is not None and target_params is not None:
-                _assign(target_params, np.array(reply["target"]))
-                state["target_epoch"] = reply["target_epoch"]
-            shared.worker_frames[self.threads] = reply["frames"] - local  # the other machines' frames
-            state["last_sync"] = time.time() - t0
-            return reply["stop"]
-
-        if exchange(initial=True):
-            return {"node": self.node, "frames": 0}
-        procs = Processes(mp.get_context("spawn"), cfg, self.spec, shared, local_dir, self.threads, time.time(),
-                          -math.inf, [], with_evaluator=False)
-        procs.start()
-        next_sync, next_ship = time.time() + cfg.sync_seconds, time.time() + LOG_SHIP_SECONDS
-        try:
-            while not procs.finished():
-                failure = procs.check()
-                if failure:
-                    raise RuntimeError(failure)
-                now = time.time()
-                if now >= next_sync:
-                    if exchange():
-                        shared.set(STOP)
-                    next_sync = time.time() + cfg.sync_seconds
-                if now >= next_ship:
-                    self.holder.append_logs.remote(self.node, shipper.new_bytes())
-                    next_ship = now + LOG_SHIP_SECONDS
-                time.sleep(0.05)
-        finally:
-            procs.stop(wait_for_eval=False)
-        exchange()  # what the workers learnt since the last exchange
-        ray.get(self.holder.append_logs.remote(self.node, shipper.new_bytes()), timeout=SYNC_TIMEOUT)
-        return {"node": self.node, "frames": state["reported"]}
-
-
-class Evaluator:
-    """Plays evaluation games from the global weights, on CUDA where the actor was given a GPU."""
-
-    def __init__(self, cfg: Config, spec: EnvSpec):
-        torch.set_num_threads(1)
-        self.cfg, self.actor_critic = cfg, cfg.algo == "a3c"
-        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        self.net = _network(cfg, spec).to(self.device)
-        self.env = make_env(cfg, cfg.seed + EVAL_SEED_OFFSET, for_eval=True)
-        self.rng = np.random.default_rng(cfg.seed + EVAL_SEED_OFFSET)
-
-    def evaluate(self, weights, frames: int) -> dict:
-        if not np.isfinite(weights).all():
-            raise RuntimeError(f"non-finite global weights at global frame {frames}")
-        _assign(list(self.net.parameters()), torch.from_numpy(np.array(weights)).to(self.device))
-        t0 = time.time()
-        returns = [play_episode(self.net, self.env, self.actor_critic, self.cfg.eval_epsilon, self.device,
-                                self.rng)[0] for _ in range(self.cfg.eval_episodes)]
-        return {"frames": frames, "mean_return": float(np.mean(returns)), "std_return": float(np.std(returns)),
-                "episodes": len(returns), "device": self.device.type, "seconds": time.time() - t0}
 
 
 def _is_loopback(address: str) -> bool:
