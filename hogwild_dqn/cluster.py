@@ -16,6 +16,7 @@ The only modules that import Ray (this one and cluster_actors.py, where the acto
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -32,12 +33,13 @@ from hogwild_dqn.checkpoint import load_checkpoint
 from hogwild_dqn.cluster_actors import SYNC_TIMEOUT, Evaluator, NodePool, ParameterHolder
 from hogwild_dqn.config import Config, ConfigError
 from hogwild_dqn.envs import env_spec
-from hogwild_dqn.processes import Stopped, on_sigterm
+from hogwild_dqn.processes import Stopped, handle_stop_signals
 from hogwild_dqn.runner import prepare_run_dir
 
 REJOIN_SCAN_SECONDS = 2  # how often the driver looks for machines that joined or came back
 NO_MACHINE_SECONDS = 120  # with no machine left this long, the run stops
 POOL_FAILURES = 3        # a machine whose pool failed this many times is not given another
+MACHINE_SEED_STRIDE = 1_000_000  # far from the restart stride (processes.SEED_STRIDE) and the eval offset
 HEAD = "node:__internal_head__"  # Ray's resource of the head node: the holder writes the run dir there
 
 
@@ -119,6 +121,7 @@ def run_cluster(cfg: Config, resume: str | None) -> int:
     Pool = ray.remote(NodePool)
 
     pools, failures, names = {}, {}, {}  # node id -> (actor, run ref) / failures so far / name
+    pools_started = []
     frames, next_eval = start["frames"], (start["frames"] // cfg.eval_every + 1) * cfg.eval_every
     pending_eval, last_scan, alone_since = None, 0.0, None  # pending_eval: (result ref, weights ref)
     status, reason, holder_gone = 0, "finished", False
@@ -131,12 +134,15 @@ def run_cluster(cfg: Config, resume: str | None) -> int:
                 continue
             threads = min(cfg.threads or cpus, cpus)
             name = names.setdefault(nid, f"node{len(names)}-{n['NodeManagerAddress']}")
-            actor = Pool.options(num_cpus=threads, scheduling_strategy=on(nid)).remote(cfg, spec, name, threads,
+            # every machine (and every return of one) plays its own games: its workers' seeds are shifted
+            seeded = dataclasses.replace(cfg, seed=cfg.seed + MACHINE_SEED_STRIDE * len(pools_started))
+            pools_started.append(nid)
+            actor = Pool.options(num_cpus=threads, scheduling_strategy=on(nid)).remote(seeded, spec, name, threads,
                                                                                        holder)
             pools[nid] = (actor, actor.run.remote())
             _say(run_dir, f"{name} joined with {threads} workers")
 
-    signal.signal(signal.SIGTERM, on_sigterm)
+    handle_stop_signals()
     bar = tqdm(total=cfg.frames, initial=frames, unit="frame", unit_scale=True, dynamic_ncols=True,
                desc=f"{cfg.game} {cfg.algo} on Ray", disable=not cfg.progress,
                mininterval=0.5 if sys.stderr.isatty() else 30)

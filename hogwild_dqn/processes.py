@@ -29,6 +29,13 @@ def on_sigterm(signum, frame):
     raise Stopped()
 
 
+def handle_stop_signals() -> None:
+    """SIGTERM raises Stopped; SIGINT raises KeyboardInterrupt even if the process started with SIGINT ignored
+    (as a background job of a script does), so Ctrl-C and `kill -INT` always stop a run cleanly."""
+    signal.signal(signal.SIGTERM, on_sigterm)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 class Child:
     """A child process and the read end of the pipe it reports through (errors, and evaluations).
 
@@ -164,7 +171,7 @@ class Processes:
 
 def watch(procs: Processes, cfg: Config, shared, writer, frames0: int, desc: str) -> tuple[int, str]:
     """Show progress and log frames/s until the workers finish, a process fails, or a signal arrives."""
-    signal.signal(signal.SIGTERM, on_sigterm)
+    handle_stop_signals()
     bar = tqdm(total=cfg.frames, initial=frames0, unit="frame", unit_scale=True, dynamic_ncols=True, desc=desc,
                disable=not cfg.progress, mininterval=0.5 if sys.stderr.isatty() else 30)  # logs: every 30 s
     last_log, last_frames = time.time(), frames0
