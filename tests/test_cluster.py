@@ -52,11 +52,16 @@ def _wait_for(predicate, seconds: float, what: str):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def _start_cartpole(cluster, run, frames: int) -> subprocess.Popen:
+    """train.py on the cluster in the background, as a user would start it."""
+    return subprocess.Popen([sys.executable, str(ROOT / "train.py"), "--no-progress", *CARTPOLE, "--frames",
+                             str(frames), "--cluster", cluster.address, "--run-dir", str(run)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
 def test_a_lost_machine_does_not_stop_the_run_and_rejoins(cluster, tmp_path):
     run = tmp_path / "run"
-    proc = subprocess.Popen([sys.executable, str(ROOT / "train.py"), "--no-progress", *CARTPOLE, "--frames", "150000",
-                             "--cluster", cluster.address, "--run-dir", str(run)], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = _start_cartpole(cluster, run, 150000)
     try:
         log = run / "cluster.log"
         text = lambda: log.read_text() if log.is_file() else ""  # noqa: E731
@@ -80,9 +85,7 @@ def test_a_lost_machine_does_not_stop_the_run_and_rejoins(cluster, tmp_path):
 
 def test_holder_lost_stops_cleanly_and_resume_continues(cluster, tmp_path):
     run = tmp_path / "run"
-    proc = subprocess.Popen([sys.executable, str(ROOT / "train.py"), "--no-progress", *CARTPOLE, "--frames", "200000",
-                             "--cluster", cluster.address, "--run-dir", str(run)], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = _start_cartpole(cluster, run, 200000)
     try:
         _wait_for(lambda: (run / "checkpoint.pt").is_file(), 240, "the first checkpoint")
         holder = [p for p in psutil.process_iter(["cmdline"]) if "ray::ParameterHolder" in " ".join(p.info["cmdline"]
