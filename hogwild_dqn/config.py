@@ -67,6 +67,8 @@ class Config:
     eval_every: int = _f(250_000, "global frames between evaluations")
     eval_episodes: int = _f(5, "episodes per evaluation")
     eval_epsilon: float = _f(0.05, "epsilon of evaluation for Q methods (A3C samples its policy)")
+    stop_return: float | None = _f(None, "stop the run once an evaluation's mean return reaches this (Pong: 18); "
+                                         "empty (null): train all --frames", float)
     video_steps: int = _f(500, "at each new best, record this many agent steps of one game as a GIF; 0: none")
     # environment
     frame_skip: int = _f(4, "Atari: frames per agent step (max-pool of the last two)")
@@ -119,6 +121,10 @@ class Config:
         if self.cluster and self.cluster != "auto" and not re.fullmatch(r"[\w.\-]+:\d{1,5}|\[[0-9a-fA-F:]+\]:\d{1,5}",
                                                                       self.cluster):
             raise ConfigError(f"--cluster must be auto or the Ray head's host:port, got {self.cluster!r}")
+        if self.stop_return is not None and not math.isfinite(self.stop_return):
+            raise ConfigError(f"--stop-return must be a finite number, got {self.stop_return!r}")
+        if self.stop_return is not None and self.cluster:
+            raise ConfigError("--stop-return works on one machine only; a --cluster run trains all --frames")
         if isinstance(self.max_restarts, bool) or self.max_restarts < 0:
             raise ConfigError(f"--max-restarts must be an integer >= 0, got {self.max_restarts!r}")
         if min(self.noop_max, self.grad_clip, self.entropy_beta, self.eps_anneal_frames, self.video_steps) < 0:
@@ -205,12 +211,14 @@ def build_parser() -> argparse.ArgumentParser:
         elif t is list:
             p.add_argument(f"--{_flag(f.name)}", nargs="+", type=float, help=doc)
         else:
-            p.add_argument(f"--{_flag(f.name)}", type=_typed(t), help=doc)
+            p.add_argument(f"--{_flag(f.name)}", type=_typed(t, optional=f.default is None), help=doc)
     return p
 
 
-def _typed(t):
+def _typed(t, optional: bool = False):
     def convert(text: str):
+        if optional and text.strip().lower() in ("", "none", "null"):
+            return None  # back to "not set" (e.g. over a value saved in a resumed run's config.yaml)
         try:
             if t is int and not text.strip().lstrip("+-").isdigit():
                 number = float(text)  # accept 2e6 and 2_000_000 for frame counts, but only whole numbers

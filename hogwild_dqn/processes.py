@@ -170,16 +170,21 @@ class Processes:
 
 
 def watch(procs: Processes, cfg: Config, shared, writer, frames0: int, desc: str) -> tuple[int, str]:
-    """Show progress and log frames/s until the workers finish, a process fails, or a signal arrives."""
+    """Show progress and log frames/s until the workers finish, an evaluation of this session reaches
+    --stop-return, a process fails, or a signal arrives."""
     handle_stop_signals()
     bar = tqdm(total=cfg.frames, initial=frames0, unit="frame", unit_scale=True, dynamic_ncols=True, desc=desc,
                disable=not cfg.progress, mininterval=0.5 if sys.stderr.isatty() else 30)  # logs: every 30 s
-    last_log, last_frames = time.time(), frames0
+    last_log, last_frames, evals0 = time.time(), frames0, len(procs.evals)
     try:
         while not procs.finished():
             failure = procs.check()
             if failure:
                 return 1, failure
+            solved = [e for e in procs.evals[evals0:] if cfg.stop_return is not None
+                      and e["mean_return"] >= cfg.stop_return]
+            if solved:
+                return 0, f"solved: eval mean {solved[0]['mean_return']:g} >= --stop-return {cfg.stop_return:g}"
             frames = shared.frames()
             bar.update(min(frames, cfg.frames) - bar.n)
             if procs.evals:

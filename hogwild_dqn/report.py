@@ -45,6 +45,11 @@ class Run:
     evals: list = field(default_factory=list)  # [{frames, wall_seconds, mean_return}, ...]
 
 
+def complete(r: Run) -> bool:
+    """Ran all its frames, or stopped at --stop-return (status "solved: ...", see processes.watch)."""
+    return r.status == "finished" or r.status.startswith("solved:")
+
+
 def read_run(path: Path) -> Run | None:
     """A run dir is a folder with a config.yaml; its results come from summary.json, else the event files."""
     cfg_file = path / "config.yaml"
@@ -117,7 +122,7 @@ def plot_curves(runs: list[Run], x: str, out: Path) -> None:
             label = f"{r.threads} worker{'s' if r.threads > 1 else ''}" if r.threads not in labelled else None
             labelled.add(r.threads)
             ax.plot([e[x] for e in r.evals], [e["mean_return"] for e in r.evals], color=colours[r.threads],
-                    label=label, linestyle="-" if r.status == "finished" else ":", marker=".")
+                    label=label, linestyle="-" if complete(r) else ":", marker=".")
         ax.set_title(f"{' / '.join(sorted({r.game for r in runs}))} {algo}")
         ax.set_xlabel("global frames" if x == "frames" else "wall time (s)")
         ax.grid(alpha=0.3)

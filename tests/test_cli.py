@@ -17,6 +17,9 @@ BAD = [
     (["--lr", "inf"], "--lr must be a positive number, got inf"),
     (["--frames", "1000", "--eval-every", "5000"], "--eval-every 5000 is larger than --frames 1000"),
     (["--config", "no/such.yaml"], "config file no/such.yaml does not exist"),
+    (["--stop-return", "high"], "argument --stop-return: must be a number, got 'high'"),
+    (["--stop-return", "nan"], "--stop-return must be a finite number, got nan"),
+    (["--stop-return", "18", "--cluster", "auto"], "--stop-return works on one machine only"),
 ]
 
 

@@ -24,3 +24,19 @@ def test_cartpole_learns(tmp_path, algo):
     print(f"{algo}: evals {[round(e['mean_return']) for e in evals]}; "
           f"first >= {THRESHOLD} at {reached[0] if reached else None} frames")
     assert reached, f"{algo} never reached {THRESHOLD}: {[e['mean_return'] for e in evals]}"
+
+
+def test_stop_return_ends_the_run_at_the_first_evaluation_that_reaches_it(tmp_path):
+    """A3C with a budget far beyond need stops itself at the first evaluation >= 100; `--stop-return none`
+    restores "train all --frames" over the value a resumed run's config.yaml holds."""
+    run = tmp_path / "a3c"
+    proc = run_train("--game", "CartPole-v1", "--algo", "a3c", "--threads", 2, "--frames", 2_000_000, "--seed", 1,
+                     "--stop-return", 100, "--run-dir", run, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    summary = read_summary(run)
+    reached = [e for e in summary["evals"] if e["mean_return"] >= 100]
+    assert reached and summary["status"] == f"solved: eval mean {reached[0]['mean_return']:g} >= --stop-return 100"
+    assert summary["frames"] < reached[0]["frames"] + 100_000  # stopped there, not at 2M frames
+    proc = run_train("--resume", run, "--stop-return", "none", "--frames", summary["frames"] + 4000, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert read_summary(run)["status"] == "finished"
