@@ -7,8 +7,29 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+_started: list[subprocess.Popen] = []  # every start_train of the running test
+
+
+@pytest.fixture(autouse=True)
+def _no_trainer_left_behind():
+    """A test that fails half-way (a timeout, an assert) must not leave its train.py training under the next."""
+    yield
+    while _started:
+        proc = _started.pop()
+        if proc.poll() is None:
+            try:
+                tree = [*psutil.Process(proc.pid).children(recursive=True), psutil.Process(proc.pid)]
+            except psutil.NoSuchProcess:
+                tree = []
+            for p in tree:
+                try:
+                    p.kill()
+                except psutil.NoSuchProcess:
+                    pass
+            proc.wait(timeout=30)
 
 
 def run_train(*args, timeout=600, **kwargs) -> subprocess.CompletedProcess:
@@ -22,6 +43,7 @@ def start_train(run: Path, *args, **kwargs) -> subprocess.Popen:
     proc = subprocess.Popen([sys.executable, str(ROOT / "train.py"), "--no-progress", "--run-dir", str(run),
                              *map(str, args)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             **kwargs)
+    _started.append(proc)
     deadline = time.time() + 120
     while not list(run.glob("events.out.tfevents.*.worker1")) and time.time() < deadline:
         time.sleep(0.3)
