@@ -46,14 +46,18 @@ def test_shared_rmsprop_matches_reference_over_steps():
 
 
 def test_shared_adam_matches_torch_adam():
-    a = nn.Parameter(torch.tensor([1.0, -2.0, 0.5]))
-    b = nn.Parameter(a.detach().clone())
-    mine, ref = SharedAdam([a], (0.9, 0.999), 1e-8), torch.optim.Adam([b], lr=1e-3)
-    for d in ([0.5, 0.1, -3.0], [-0.2, 0.4, 1.0], [1.5, -0.7, 0.0]):
-        mine.step([torch.tensor(d)], lr=1e-3)
-        b.grad = torch.tensor(d)
+    a = [nn.Parameter(torch.tensor([1.0, -2.0, 0.5])), nn.Parameter(torch.tensor([[0.3], [-0.1]]))]
+    b = [nn.Parameter(p.detach().clone()) for p in a]
+    mine, ref = SharedAdam(a, (0.9, 0.999), 1e-8), torch.optim.Adam(b, lr=1e-3)
+    for d, e in (([0.5, 0.1, -3.0], [[2.0], [0.0]]), ([-0.2, 0.4, 1.0], [[-1.0], [0.3]]),
+                 ([1.5, -0.7, 0.0], [[0.5], [0.5]])):
+        grads = [torch.tensor(d), torch.tensor(e)]
+        mine.step(grads, lr=1e-3)
+        for p, g in zip(b, grads, strict=True):
+            p.grad = g.clone()
         ref.step()
-    assert a.tolist() == pytest.approx(b.tolist(), abs=1e-6)
+    for p, q in zip(a, b, strict=True):
+        assert p.flatten().tolist() == pytest.approx(q.flatten().tolist(), abs=1e-6)
 
 
 def test_optimizer_state_is_in_shared_memory():
