@@ -19,7 +19,7 @@ from hogwild_dqn.checkpoint import atomic_save
 from hogwild_dqn.config import Config
 from hogwild_dqn.envs import EnvSpec, make_env
 from hogwild_dqn.evaluator import EVAL_SEED_OFFSET, play_episode
-from hogwild_dqn.networks import build_network
+from hogwild_dqn.networks import network_for
 from hogwild_dqn.processes import Processes
 from hogwild_dqn.runner import make_summary, new_shared_state
 from hogwild_dqn.shared import STOP, all_finite
@@ -44,7 +44,7 @@ def _assign(params: list[torch.Tensor], flat) -> None:
 
 
 def _network(cfg: Config, spec: EnvSpec) -> torch.nn.Module:
-    return build_network(spec.obs_shape, spec.n_actions, cfg.algo == "a3c", cfg.hidden, cfg.mlp_layers)
+    return network_for(cfg, spec)
 
 
 class ParameterHolder:

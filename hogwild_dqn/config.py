@@ -43,6 +43,8 @@ class Config:
     # network
     hidden: int = _f(256, "width of the fully connected layer(s)")
     mlp_layers: int = _f(2, "hidden layers of the MLP torso used for vector observations")
+    obs_standardize: bool = _f(False, "Atari: the network sees each observation at mean 0, std 1 rather than "
+                                      "pixels/255 (keeps conv1 alive under Adam; README 'Pong')")
     # optimisation (paper defaults: shared RMSProp, alpha 0.99, eps 0.1, lr 7e-4 annealed to 0)
     optimizer: str = _f("rmsprop", "shared optimizer: rmsprop (one shared g, as in the paper) or adam")
     lr: float = _f(7e-4, "initial learning rate")

@@ -13,7 +13,7 @@ from hogwild_dqn import metrics
 from hogwild_dqn.checkpoint import atomic_save
 from hogwild_dqn.config import Config
 from hogwild_dqn.envs import EnvSpec, make_env
-from hogwild_dqn.networks import build_network
+from hogwild_dqn.networks import network_for
 from hogwild_dqn.shared import WORKERS_DONE, NonFinite, SharedState, all_finite, run_child
 
 EVAL_SEED_OFFSET = 10_000  # evaluation games never share seeds with the workers'
@@ -83,7 +83,7 @@ def run_evaluator(cfg: Config, spec: EnvSpec, shared: SharedState, run_dir: Path
     """Evaluate every eval_every global frames and once more after the workers finish; then exit."""
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     actor_critic = cfg.algo == "a3c"
-    net = build_network(spec.obs_shape, spec.n_actions, actor_critic, cfg.hidden, cfg.mlp_layers).to(device)
+    net = network_for(cfg, spec).to(device)
     env = make_env(cfg, cfg.seed + EVAL_SEED_OFFSET, for_eval=True)
     rng = np.random.default_rng(cfg.seed + EVAL_SEED_OFFSET)
     torch.manual_seed(cfg.seed + EVAL_SEED_OFFSET)

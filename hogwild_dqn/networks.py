@@ -9,10 +9,17 @@ from torch import nn
 
 
 class AtariTorso(nn.Module):
-    """The paper's torso: 16 8x8 stride 4, 32 4x4 stride 2, FC 256; uint8 frames in."""
+    """The paper's torso: 16 8x8 stride 4, 32 4x4 stride 2, FC 256; uint8 frames in, scaled to [0, 1].
 
-    def __init__(self, obs_shape: tuple, hidden: int):
+    With `standardize`, each observation is shifted to mean 0 and scaled to std 1 instead. Inputs that are all
+    positive (Pong's grey background) give every weight of a conv1 filter a gradient of the same sign, so a
+    per-parameter normalized step (Adam, RMSProp with small eps) moves the whole filter at once and can leave
+    it dead on every input; centred inputs do not.
+    """
+
+    def __init__(self, obs_shape: tuple, hidden: int, standardize: bool = False):
         super().__init__()
+        self.standardize = standardize
         c, h, w = obs_shape
         self.conv = nn.Sequential(nn.Conv2d(c, 16, 8, stride=4), nn.ReLU(), nn.Conv2d(16, 32, 4, stride=2), nn.ReLU())
         with torch.no_grad():
@@ -20,7 +27,11 @@ class AtariTorso(nn.Module):
         self.fc = nn.Sequential(nn.Flatten(), nn.Linear(n, hidden), nn.ReLU())
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.fc(self.conv(obs.float() / 255.0))
+        x = obs.float() / 255.0
+        if self.standardize:
+            std, mean = torch.std_mean(x, dim=(1, 2, 3), keepdim=True)
+            x = (x - mean) / (std + 0.01)
+        return self.fc(self.conv(x))
 
 
 class MLPTorso(nn.Module):
@@ -68,10 +79,17 @@ class ActorCritic(nn.Module):
         return self.pi(x), self.v(xv).squeeze(-1)
 
 
-def build_network(obs_shape: tuple, n_actions: int, actor_critic: bool, hidden: int, mlp_layers: int) -> nn.Module:
+def network_for(cfg, spec) -> nn.Module:
+    """The network of a run's config and env spec (every process builds the same one)."""
+    return build_network(spec.obs_shape, spec.n_actions, cfg.algo == "a3c", cfg.hidden, cfg.mlp_layers,
+                         cfg.obs_standardize)
+
+
+def build_network(obs_shape: tuple, n_actions: int, actor_critic: bool, hidden: int, mlp_layers: int,
+                  standardize: bool = False) -> nn.Module:
     """Pixels (3-D observations) get the paper's shared Atari torso; vectors an MLP (a separate one for V)."""
     if len(obs_shape) == 3:
-        torso, value_torso = AtariTorso(obs_shape, hidden), None
+        torso, value_torso = AtariTorso(obs_shape, hidden, standardize), None
     else:
         torso, value_torso = MLPTorso(obs_shape, hidden, mlp_layers), MLPTorso(obs_shape, hidden, mlp_layers)
     if actor_critic:

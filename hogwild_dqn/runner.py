@@ -18,7 +18,7 @@ from hogwild_dqn.checkpoint import atomic_save, load_checkpoint
 from hogwild_dqn.config import Config, ConfigError
 from hogwild_dqn.envs import env_spec
 from hogwild_dqn.evaluator import snapshot
-from hogwild_dqn.networks import build_network
+from hogwild_dqn.networks import network_for
 from hogwild_dqn.processes import Processes, watch
 from hogwild_dqn.shared import SharedState, all_finite, build_shared
 
@@ -67,7 +67,7 @@ def prepare_run_dir(cfg: Config, threads: int, resume: str | None) -> Path:
 def new_shared_state(cfg: Config, spec, threads: int, extra_frame_slots: int = 0) -> SharedState:
     """The network (and target network for the Q methods) and the optimizer of cfg, in shared memory."""
     actor_critic = cfg.algo == "a3c"
-    net = lambda: build_network(spec.obs_shape, spec.n_actions, actor_critic, cfg.hidden, cfg.mlp_layers)  # noqa: E731
+    net = lambda: network_for(cfg, spec)  # noqa: E731
     return build_shared(net(), None if actor_critic else net(), cfg.optimizer, threads=threads,
                         rms_alpha=cfg.rms_alpha, rms_eps=cfg.rms_eps, adam_betas=cfg.adam_betas,
                         adam_eps=cfg.adam_eps, extra_frame_slots=extra_frame_slots)

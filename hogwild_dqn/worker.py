@@ -14,7 +14,7 @@ from hogwild_dqn.algorithms import LOSSES, Segment
 from hogwild_dqn.config import Config
 from hogwild_dqn.envs import EnvSpec, make_env
 from hogwild_dqn.exploration import draw_final_epsilon, epsilon, learning_rate
-from hogwild_dqn.networks import build_network
+from hogwild_dqn.networks import network_for
 from hogwild_dqn.shared import (
     STOP,
     NonFinite,
@@ -59,7 +59,7 @@ def run_worker(rank: int, seed: int, cfg: Config, spec: EnvSpec, shared: SharedS
     final_eps = float(shared.worker_eps[rank])
     shared.worker_seed[rank] = seed
     env = make_env(cfg, seed, for_eval=False)
-    local = build_network(spec.obs_shape, spec.n_actions, actor_critic, cfg.hidden, cfg.mlp_layers)
+    local = network_for(cfg, spec)
     params, shared_params = list(local.parameters()), list(shared.model.parameters())
     writer = metrics.make_writer(run_dir, f"worker{rank}")
 
