@@ -13,6 +13,7 @@ from hogwild_dqn.shared import (
     build_shared,
     maybe_sync_target,
     push_gradients,
+    run_child,
     sync_local,
 )
 
@@ -107,6 +108,27 @@ def test_child_process_updates_land_in_parent_tensors():
     expected = reference_rmsprop(start[0], grads, 0.01, 0.99, 0.1)
     assert net.weight.flatten().tolist() == pytest.approx(expected.tolist(), abs=1e-6)
     assert shared.optimizer.square_avg[0].abs().sum() > 0  # the statistics are shared too
+
+
+def _child_decay(shared, steps):
+    for _ in range(steps):  # zero gradients: the statistics only decay, as those of a dead unit do
+        shared.optimizer.step([torch.zeros_like(p) for p in shared.model.parameters()], lr=0.01)
+
+
+def test_statistics_of_dead_units_decay_to_zero_not_to_denormals():
+    ctx = mp.get_context("spawn")
+    net = nn.Linear(2, 2)
+    shared = build_shared(net, None, "adam", threads=1, rms_alpha=0.99, rms_eps=0.1, adam_betas=[0.9, 0.999],
+                          adam_eps=1e-8)
+    for m in shared.optimizer.exp_avg:
+        m.fill_(1e-30)
+    recv, send = ctx.Pipe(duplex=False)
+    p = ctx.Process(target=run_child, args=("child", send, _child_decay, shared, 400))
+    p.start()
+    p.join(timeout=60)
+    assert p.exitcode == 0, recv.recv() if recv.poll() else p.exitcode
+    m = shared.optimizer.exp_avg[0]  # 1e-30 * 0.9**400 = 5e-49 is below float32's normal range (1.2e-38)
+    assert (m == 0).all(), m
 
 
 def _child_count_frames(shared, rank, calls, n, interval, out):
