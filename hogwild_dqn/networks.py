@@ -12,7 +12,7 @@ class AtariTorso(nn.Module):
     """The paper's torso: 16 8x8 stride 4, 32 4x4 stride 2, FC 256; uint8 frames in, scaled to [0, 1].
 
     With `standardize`, each observation is shifted to mean 0 and scaled to std 1 instead. Inputs that are all
-    positive (Pong's grey background) give every weight of a conv1 filter a gradient of the same sign, so a
+    positive (Pong's grey background) give the weights of a conv1 filter gradients of mostly one sign, so a
     per-parameter normalized step (Adam, RMSProp with small eps) moves the whole filter at once and can leave
     it dead on every input; centred inputs do not.
     """

@@ -45,8 +45,8 @@ class NonFinite(RuntimeError):
 def run_child(name: str, report, fn, *args) -> None:
     """Body of every child process: one torch thread, Ctrl-C left to the runner, failures sent up `report`."""
     torch.set_num_threads(1)  # N processes on N cores: more threads each would only fight over them
-    # Dead units get zero gradients and their optimizer statistics decay into denormal floats, which x86 handles
-    # 10x slower (measured: 63% of Adam's statistics denormal in a Pong run at 2M frames; a step over denormals 10x).
+    # Dead units get zero gradients; their optimizer statistics decay into denormal floats, which x86 computes
+    # ~10x slower (measured: 63% of Adam's statistics were denormal in a Pong run at 2M frames).
     torch.set_flush_denormal(True)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the runner handles Ctrl-C and asks the children to stop
     try:
