@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from hogwild_dqn import metrics
-from hogwild_dqn.checkpoint import atomic_save
+from hogwild_dqn.checkpoint import atomic_save, checkpoint_state
 from hogwild_dqn.config import Config
 from hogwild_dqn.envs import EnvSpec, make_env
 from hogwild_dqn.evaluator import EVAL_SEED_OFFSET, play_episode
@@ -43,10 +43,6 @@ def _assign(params: list[torch.Tensor], flat) -> None:
         i += p.numel()
 
 
-def _network(cfg: Config, spec: EnvSpec) -> torch.nn.Module:
-    return network_for(cfg, spec)
-
-
 class ParameterHolder:
     """The global state of a cluster run. Ray runs its methods one at a time, so no lock is needed."""
 
@@ -54,18 +50,16 @@ class ParameterHolder:
         torch.set_num_threads(1)
         self.cfg, self.spec, self.run_dir = cfg, spec, Path(run_dir)
         torch.manual_seed(cfg.seed)
-        net = _network(cfg, spec)
+        self.net = network_for(cfg, spec)  # the checkpoint's modules; the live weights are the flat vectors
         if start["model"] is not None:
-            net.load_state_dict(start["model"])
-        self.net = net
-        self.flat = _flat(list(net.parameters())).numpy().copy()
-        self.target = None
+            self.net.load_state_dict(start["model"])
+        self.flat = _flat(list(self.net.parameters())).numpy().copy()
+        self.tnet, self.target = None, None
         if cfg.algo != "a3c":
-            self.target = self.flat.copy()
+            self.tnet, self.target = network_for(cfg, spec), self.flat.copy()
             if start["target"] is not None:
-                tnet = _network(cfg, spec)
-                tnet.load_state_dict(start["target"])
-                self.target = _flat(list(tnet.parameters())).numpy().copy()
+                self.tnet.load_state_dict(start["target"])
+                self.target = _flat(list(self.tnet.parameters())).numpy().copy()
         self.frames, self.target_epoch = start["frames"], start["target_epoch"]
         self.frames0, self.evals, self.best = start["frames"], list(start["evals"]), start["best"]
         self.wall0, self.t0 = start["wall_seconds"], time.time()
@@ -106,19 +100,12 @@ class ParameterHolder:
             with open(path, "ab") as f:
                 f.write(data)
 
-    def _state(self, flat) -> dict:
+    def _state(self, flat, frames: int) -> dict:
         _assign(list(self.net.parameters()), flat)
-        target = None
-        if self.target is not None:
-            tnet = _network(self.cfg, self.spec)
-            _assign(list(tnet.parameters()), self.target)
-            target = {k: v.clone() for k, v in tnet.state_dict().items()}
-        return {"model": {k: v.clone() for k, v in self.net.state_dict().items()}, "target": target,
-                "optimizer": None, "target_epoch": self.target_epoch, "worker_eps": torch.zeros(0),
-                "worker_seed": torch.zeros(0, dtype=torch.int64), "frames": self.frames,
-                "best_eval_return": self.best, "game": self.cfg.game, "algo": self.cfg.algo,
-                "obs_shape": list(self.spec.obs_shape), "n_actions": self.spec.n_actions,
-                "config": self.cfg.to_dict()}
+        if self.tnet is not None:
+            _assign(list(self.tnet.parameters()), self.target)
+        return checkpoint_state(self.net, self.tnet, self.cfg, self.spec, frames=frames, best=self.best,
+                                target_epoch=self.target_epoch)
 
     def add_eval(self, result: dict, played) -> None:
         """Log an evaluation (of the weights `played`); keep best.pt, and write checkpoint.pt."""
@@ -130,13 +117,13 @@ class ParameterHolder:
         self.writer.flush()
         if result["mean_return"] > self.best:
             self.best = result["mean_return"]
-            atomic_save({**self._state(played), "frames": result["frames"]}, self.run_dir / "best.pt")
+            atomic_save(self._state(played, result["frames"]), self.run_dir / "best.pt")
         self.checkpoint()
 
     def checkpoint(self, reason: str = "running", nodes: tuple = ()) -> dict:
         """checkpoint.pt, and summary.json next to it (so a run whose holder dies keeps its evaluations)."""
         if all_finite([torch.from_numpy(self.flat)]):  # never overwrite the last good checkpoint with NaN/Inf
-            atomic_save(self._state(self.flat), self.run_dir / "checkpoint.pt")
+            atomic_save(self._state(self.flat, self.frames), self.run_dir / "checkpoint.pt")
         prior = {"frames": self.frames0, "wall_seconds": self.wall0, "device": None}
         summary = make_summary(self.cfg, self.cfg.threads or 0, reason, self.frames, time.time() - self.t0, prior,
                                self.evals, self.best)
@@ -250,7 +237,7 @@ class Evaluator:
         torch.set_num_threads(1)
         self.cfg, self.actor_critic = cfg, cfg.algo == "a3c"
         self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        self.net = _network(cfg, spec).to(self.device)
+        self.net = network_for(cfg, spec).to(self.device)
         self.env = make_env(cfg, cfg.seed + EVAL_SEED_OFFSET, for_eval=True)
         self.rng = np.random.default_rng(cfg.seed + EVAL_SEED_OFFSET)
 

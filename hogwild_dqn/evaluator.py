@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from hogwild_dqn import metrics
-from hogwild_dqn.checkpoint import atomic_save
+from hogwild_dqn.checkpoint import atomic_save, checkpoint_state
 from hogwild_dqn.config import Config
 from hogwild_dqn.envs import EnvSpec, make_env
 from hogwild_dqn.networks import network_for
@@ -27,15 +27,9 @@ def evaluator_process(cfg: Config, spec: EnvSpec, shared: SharedState, run_dir: 
 
 def snapshot(shared: SharedState, frames: int, best: float, cfg: Config, spec: EnvSpec) -> dict:
     """A copy (never a live view) of everything needed to continue or to play the agent."""
-    return {
-        "model": {k: v.detach().clone() for k, v in shared.model.state_dict().items()},
-        "target": None if shared.target is None else {k: v.clone() for k, v in shared.target.state_dict().items()},
-        "optimizer": shared.optimizer.state_dict(),
-        "target_epoch": int(shared.target_epoch[0]),
-        "worker_eps": shared.worker_eps.clone(), "worker_seed": shared.worker_seed.clone(),
-        "frames": frames, "best_eval_return": best, "game": cfg.game, "algo": cfg.algo,
-        "obs_shape": list(spec.obs_shape), "n_actions": spec.n_actions, "config": cfg.to_dict(),
-    }
+    return checkpoint_state(shared.model, shared.target, cfg, spec, frames=frames, best=best,
+                            optimizer=shared.optimizer.state_dict(), target_epoch=int(shared.target_epoch[0]),
+                            worker_eps=shared.worker_eps, worker_seed=shared.worker_seed)
 
 
 def play_episode(net: torch.nn.Module, env, actor_critic: bool, eps: float, device: torch.device,
