@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -56,3 +58,17 @@ def load_checkpoint(path: Path, game: str, algo: str) -> dict:
     if ckpt.get("game") != game or ckpt.get("algo") != algo:
         raise ConfigError(f"checkpoint {path} is for {ckpt.get('game')}/{ckpt.get('algo')}, not {game}/{algo}")
     return ckpt
+
+
+def resume_point(run_dir: Path, cfg) -> tuple[dict, dict]:
+    """checkpoint.pt of a run to resume, and what its earlier sessions reached: frames, wall time, evaluations,
+    best, evaluator device (the old summary.json holds the evaluations and the wall time)."""
+    run_dir = Path(run_dir)
+    ckpt = load_checkpoint(run_dir / "checkpoint.pt", cfg.game, cfg.algo)
+    if int(ckpt["frames"]) >= cfg.frames:
+        raise ConfigError(f"run {run_dir} already has {ckpt['frames']} frames; raise --frames to continue it")
+    summary_path = run_dir / "summary.json"
+    old = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
+    return ckpt, {"frames": int(ckpt["frames"]), "wall_seconds": float(old.get("wall_seconds", 0.0)),
+                  "evals": old.get("evals", []), "best": float(ckpt.get("best_eval_return", -math.inf)),
+                  "device": old.get("evaluator_device")}

@@ -17,7 +17,6 @@ The only modules that import Ray (this one and cluster_actors.py, where the acto
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 import signal
@@ -29,7 +28,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from hogwild_dqn import config
-from hogwild_dqn.checkpoint import load_checkpoint
+from hogwild_dqn.checkpoint import resume_point
 from hogwild_dqn.cluster_actors import SYNC_TIMEOUT, Evaluator, NodePool, ParameterHolder
 from hogwild_dqn.config import Config, ConfigError
 from hogwild_dqn.envs import env_spec
@@ -80,18 +79,12 @@ def _connect(address: str):
 
 
 def _start_values(cfg: Config, run_dir: Path, resume: str | None) -> dict:
-    start = {"model": None, "target": None, "frames": 0, "target_epoch": 0, "evals": [], "best": -math.inf,
-             "wall_seconds": 0.0}
     if resume is None:
-        return start
-    ckpt = load_checkpoint(run_dir / "checkpoint.pt", cfg.game, cfg.algo)
-    old = json.loads((run_dir / "summary.json").read_text()) if (run_dir / "summary.json").is_file() else {}
-    if int(ckpt["frames"]) >= cfg.frames:
-        raise ConfigError(f"run {run_dir} already has {ckpt['frames']} frames; raise --frames to continue it")
-    return {"model": ckpt["model"], "target": ckpt.get("target"), "frames": int(ckpt["frames"]),
-            "target_epoch": int(ckpt.get("target_epoch", 0)), "evals": old.get("evals", []),
-            "best": float(ckpt.get("best_eval_return", -math.inf)),
-            "wall_seconds": float(old.get("wall_seconds", 0.0))}
+        return {"model": None, "target": None, "frames": 0, "target_epoch": 0, "evals": [], "best": -math.inf,
+                "wall_seconds": 0.0}
+    ckpt, prior = resume_point(run_dir, cfg)
+    return {**prior, "model": ckpt["model"], "target": ckpt.get("target"),
+            "target_epoch": int(ckpt.get("target_epoch", 0))}
 
 
 def _say(run_dir: Path, line: str) -> None:

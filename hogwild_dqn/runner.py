@@ -14,7 +14,7 @@ import torch
 import torch.multiprocessing as mp
 
 from hogwild_dqn import config, metrics
-from hogwild_dqn.checkpoint import atomic_save, load_checkpoint
+from hogwild_dqn.checkpoint import atomic_save, resume_point
 from hogwild_dqn.config import Config, ConfigError
 from hogwild_dqn.envs import env_spec
 from hogwild_dqn.evaluator import snapshot
@@ -91,8 +91,6 @@ def run(cfg: Config, resume: str | None = None) -> int:
     prior = {"frames": 0, "wall_seconds": 0.0, "evals": [], "best": -math.inf, "device": None}
     if resume is not None:
         prior = restore(shared, run_dir, cfg)
-        if prior["frames"] >= cfg.frames:
-            raise ConfigError(f"run {run_dir} already has {prior['frames']} frames; raise --frames to continue it")
     config.save(cfg, run_dir / "config.yaml")
 
     start = time.time()
@@ -140,8 +138,8 @@ def make_summary(cfg: Config, threads: int, reason: str, frames: int, wall: floa
 
 
 def restore(shared, run_dir: Path, cfg: Config) -> dict:
-    """Load checkpoint.pt (and the previous summary's evals) into the freshly built shared state."""
-    ckpt = load_checkpoint(run_dir / "checkpoint.pt", cfg.game, cfg.algo)
+    """Load checkpoint.pt into the freshly built shared state; return what the earlier sessions reached."""
+    ckpt, prior = resume_point(run_dir, cfg)
     try:
         shared.model.load_state_dict(ckpt["model"])
         if shared.target is not None:
@@ -155,8 +153,4 @@ def restore(shared, run_dir: Path, cfg: Config) -> dict:
     shared.target_epoch[0] = int(ckpt.get("target_epoch", 0))
     if len(ckpt.get("worker_eps", [])) == len(shared.worker_eps):  # same thread count: same exploration
         shared.worker_eps.copy_(ckpt["worker_eps"])
-    summary_path = run_dir / "summary.json"
-    old = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
-    return {"frames": int(ckpt["frames"]), "wall_seconds": float(old.get("wall_seconds", 0.0)),
-            "evals": old.get("evals", []), "best": float(ckpt.get("best_eval_return", -math.inf)),
-            "device": old.get("evaluator_device")}
+    return prior
