@@ -56,6 +56,8 @@ class Config:
     grad_clip: float = _f(40.0, "global gradient-norm clip before the shared step; 0 disables")
     gamma: float = _f(0.99, "discount")
     t_max: int = _f(5, "steps a worker accumulates before pushing gradients (I_AsyncUpdate / t_max)")
+    envs_per_worker: int = _f(1, "games each worker plays side by side (batched forwards); its update is the mean "
+                                 "of their t_max-step losses. 1: the paper's one game per actor-learner")
     # a3c
     entropy_beta: float = _f(0.01, "A3C entropy bonus")
     value_coef: float = _f(0.5, "A3C value-loss weight")
@@ -106,8 +108,8 @@ class Config:
             raise ConfigError(f"--optimizer {self.optimizer!r} is unknown; choose one of {', '.join(OPTIMIZERS)}")
         if self.threads is not None:
             positive("threads", integer=True)
-        for name in ("frames", "t_max", "target_update", "eval_every", "eval_episodes", "hidden", "mlp_layers",
-                     "frame_skip", "frame_stack", "screen_size", "max_episode_frames", "log_every"):
+        for name in ("frames", "t_max", "envs_per_worker", "target_update", "eval_every", "eval_episodes", "hidden",
+                     "mlp_layers", "frame_skip", "frame_stack", "screen_size", "max_episode_frames", "log_every"):
             positive(name, integer=True)
         for name in ("lr", "rms_alpha", "rms_eps", "adam_eps", "gamma", "reward_scale", "sync_seconds"):
             positive(name, integer=False)

@@ -1,4 +1,4 @@
-"""One actor-learner: sync -> act t_max steps -> one loss over the segment -> push gradients -> count frames."""
+"""One actor-learner: sync -> act t_max steps in each of its games -> one loss -> push gradients -> count frames."""
 
 from __future__ import annotations
 
@@ -34,17 +34,34 @@ def worker_process(rank: int, seed: int, cfg: Config, spec: EnvSpec, shared: Sha
 
 
 def act(net: torch.nn.Module, obs: torch.Tensor, eps: float, actor_critic: bool, rng: np.random.Generator) -> int:
-    """Sample from the policy (A3C) or act epsilon-greedily on Q (value-based methods)."""
-    if not actor_critic and rng.random() < eps:
-        return int(rng.integers(net.q.out_features))
-    with torch.inference_mode():
-        out = net(obs.unsqueeze(0))
+    """One observation's action; see act_many."""
+    return act_many(net, obs.unsqueeze(0), eps, actor_critic, rng)[0]
+
+
+def act_many(net: torch.nn.Module, obs: torch.Tensor, eps: float, actor_critic: bool,
+             rng: np.random.Generator) -> list[int]:
+    """Sample from the policy (A3C) or act epsilon-greedily on Q (value-based methods), one batched forward."""
     if actor_critic:
-        cdf = torch.softmax(out[0][0], dim=0).cumsum(0).numpy()
-        if not np.isfinite(cdf[-1]):
+        with torch.inference_mode():
+            cdf = torch.softmax(net(obs)[0], dim=1).cumsum(1).numpy()
+        if not np.isfinite(cdf[:, -1]).all():
             raise NonFinite("non-finite policy while acting")
-        return min(int(np.searchsorted(cdf, rng.random() * cdf[-1], side="right")), len(cdf) - 1)
-    return int(out[0].argmax())
+        u = rng.random(len(cdf)) * cdf[:, -1]
+        return np.minimum((cdf <= u[:, None]).sum(1), cdf.shape[1] - 1).tolist()
+    n_actions = net.q.out_features
+    out = [int(rng.integers(n_actions)) if rng.random() < eps else -1 for _ in range(len(obs))]
+    greedy = [i for i, a in enumerate(out) if a < 0]
+    if greedy:  # no forward at all when every game explores this step
+        with torch.inference_mode():
+            best = net(obs[greedy] if len(greedy) < len(out) else obs).argmax(1).tolist()
+        for i, a in zip(greedy, best, strict=True):
+            out[i] = a
+    return out
+
+
+def env_seed(seed: int, k: int) -> int:
+    """Game k of a worker: game 0 keeps the worker's seed, the others get independent ones."""
+    return seed if k == 0 else int(np.random.SeedSequence([seed, k]).generate_state(1)[0])
 
 
 def run_worker(rank: int, seed: int, cfg: Config, spec: EnvSpec, shared: SharedState, run_dir: Path) -> None:
@@ -58,60 +75,60 @@ def run_worker(rank: int, seed: int, cfg: Config, spec: EnvSpec, shared: SharedS
         shared.worker_eps[rank] = draw_final_epsilon(rng, cfg.eps_finals, cfg.eps_probs)
     final_eps = float(shared.worker_eps[rank])
     shared.worker_seed[rank] = seed
-    env = make_env(cfg, seed, for_eval=False)
+    E = cfg.envs_per_worker
+    envs = [make_env(cfg, env_seed(seed, k), for_eval=False) for k in range(E)]
     local = network_for(cfg, spec)
     params, shared_params = list(local.parameters()), list(shared.model.parameters())
     writer = metrics.make_writer(run_dir, f"worker{rank}")
 
-    # Preallocated segment buffers: obs[t] is s_t, obs[t+1] is the state after a_t.
+    # Preallocated segment buffers, one row per game: obs[k, t] is s_t, obs[k, t+1] the state after a_t.
     T = cfg.t_max
-    obs_buf = torch.zeros((T + 1, *spec.obs_shape), dtype=torch.uint8 if spec.is_atari else torch.float32)
-    actions = torch.zeros(T + 1, dtype=torch.long)
-    rewards = torch.zeros(T)
-    terminated = torch.zeros(T, dtype=torch.bool)
-    truncated = torch.zeros(T, dtype=torch.bool)
+    obs_buf = torch.zeros((E, T + 1, *spec.obs_shape), dtype=torch.uint8 if spec.is_atari else torch.float32)
+    actions = torch.zeros((E, T + 1), dtype=torch.long)
+    rewards = torch.zeros((E, T))
+    terminated = torch.zeros((E, T), dtype=torch.bool)
+    truncated = torch.zeros((E, T), dtype=torch.bool)
 
-    obs, _ = env.reset(seed=seed)
-    obs_buf[0] = torch.as_tensor(np.asarray(obs))
+    for k, env in enumerate(envs):
+        obs, _ = env.reset(seed=env_seed(seed, k))
+        obs_buf[k, 0] = torch.as_tensor(np.asarray(obs))
     frames = shared.frames()
-    carry = False  # SARSA carries a' (used in its target) into the next segment as the action taken
+    carry = [False] * E  # SARSA carries a' (used in its target) into the next segment as the action taken
     updates, sums = 0, {}
     parent = os.getppid()  # if the runner is killed outright, this changes and the worker stops by itself
     try:
         while not shared.is_set(STOP) and frames < cfg.frames and os.getppid() == parent:
             sync_local(params, shared_params)
             eps = epsilon(frames, cfg.eps_start, final_eps, cfg.eps_anneal_frames)
-            if not carry:
-                actions[0] = act(local, obs_buf[0], eps, actor_critic, rng)
+            fresh = [k for k in range(E) if not carry[k]]
+            if fresh:
+                actions[fresh, 0] = torch.tensor(act_many(local, obs_buf[fresh, 0], eps, actor_critic, rng))
 
-            # --- act: up to t_max steps or until the episode ends
-            n = 0
+            # --- act: up to t_max steps in every game; a game whose episode ends sits out the rest of the segment
+            n, live = [0] * E, list(range(E))
             for t in range(T):
-                obs, r, term, trunc, info = env.step(int(actions[t]))
-                obs_buf[t + 1] = torch.as_tensor(np.asarray(obs))
-                rewards[t], terminated[t], truncated[t] = float(r), bool(term), bool(trunc)
-                n = t + 1
-                if "episode" in info:  # a whole game ended: log its raw score
-                    writer.add_scalar(metrics.EPISODE_RETURN.format(rank=rank), float(info["episode"]["r"]), frames)
-                    writer.add_scalar(metrics.EPISODE_LENGTH.format(rank=rank),
-                                      int(info["episode"]["l"]) * spec.frames_per_step, frames)
-                if term or trunc:
-                    break
-                if t + 1 < T:  # the action in the segment's last state is chosen after the next sync
-                    actions[t + 1] = act(local, obs_buf[t + 1], eps, actor_critic, rng)
-            ended = bool(terminated[n - 1] or truncated[n - 1])
-            if cfg.algo == "sarsa1":  # a' in the last next state, chosen before the update
-                actions[n] = act(local, obs_buf[n], eps, actor_critic, rng)
-            carry = cfg.algo == "sarsa1" and not ended
+                for k in live:
+                    obs, r, term, trunc, info = envs[k].step(int(actions[k, t]))
+                    obs_buf[k, t + 1] = torch.as_tensor(np.asarray(obs))
+                    rewards[k, t], terminated[k, t], truncated[k, t] = float(r), bool(term), bool(trunc)
+                    n[k] = t + 1
+                    if "episode" in info:  # a whole game ended: log its raw score
+                        writer.add_scalar(metrics.EPISODE_RETURN.format(rank=rank), float(info["episode"]["r"]),
+                                          frames)
+                        writer.add_scalar(metrics.EPISODE_LENGTH.format(rank=rank),
+                                          int(info["episode"]["l"]) * spec.frames_per_step, frames)
+                live = [k for k in live if not (terminated[k, t] or truncated[k, t])]
+                if t + 1 < T and live:  # the action in the segment's last state is chosen after the next sync
+                    actions[live, t + 1] = torch.tensor(act_many(local, obs_buf[live, t + 1], eps, actor_critic, rng))
+            ended = [bool(terminated[k, n[k] - 1] or truncated[k, n[k] - 1]) for k in range(E)]
+            if cfg.algo == "sarsa1":  # a' in each last next state, chosen before the update
+                last = obs_buf[range(E), n]
+                actions[range(E), n] = torch.tensor(act_many(local, last, eps, actor_critic, rng))
+            carry = [cfg.algo == "sarsa1" and not e for e in ended]
 
-            # --- learn: one batched forward over the segment, gradients into the shared model
-            seg = Segment(actions[:n], rewards[:n], terminated[:n], truncated[:n], actions[1:n + 1])
-            out = local(obs_buf[: n + 1])
-            target_q_next = None
-            if shared.target is not None:
-                with torch.no_grad():
-                    target_q_next = shared.target(obs_buf[1: n + 1])
-            loss, info_m = loss_fn(out, target_q_next, seg, **hp)
+            # --- learn: one batched forward over all segments, the mean of their losses into the shared model
+            loss, info_m = segment_loss(local, shared.target, loss_fn, hp, obs_buf, actions, rewards, terminated,
+                                        truncated, n)
             if not math.isfinite(loss.item()):
                 raise NonFinite(f"non-finite loss {loss.item()}")
             for p in params:
@@ -119,30 +136,63 @@ def run_worker(rank: int, seed: int, cfg: Config, spec: EnvSpec, shared: SharedS
             loss.backward()
             lr = learning_rate(frames, cfg.lr, cfg.frames, cfg.lr_anneal)
             info_m["losses/grad_norm"] = push_gradients(params, shared, lr, cfg.grad_clip)
-            frames = add_frames(shared, rank, n * spec.frames_per_step)
+            frames = add_frames(shared, rank, sum(n) * spec.frames_per_step)
             if rank == 0:
                 maybe_sync_target(shared, frames, cfg.target_update)
 
             # --- bookkeeping
             updates += 1
-            for k, v in info_m.items():
-                sums[k] = sums.get(k, 0.0) + v
+            for key, v in info_m.items():
+                sums[key] = sums.get(key, 0.0) + v
             if updates % cfg.log_every == 0:
-                for k, v in sums.items():
-                    writer.add_scalar(f"{k}/w{rank}", v / cfg.log_every, frames)
+                for key, v in sums.items():
+                    writer.add_scalar(f"{key}/w{rank}", v / cfg.log_every, frames)
                 writer.add_scalar(metrics.EPSILON.format(rank=rank), eps if not actor_critic else 0.0, frames)
                 if rank == 0:
                     writer.add_scalar(metrics.LEARNING_RATE, lr, frames)
                 sums = {}
 
             # --- the next segment starts from the new state (a fresh episode after an end)
-            if ended:
-                obs, _ = env.reset()
-                obs_buf[0] = torch.as_tensor(np.asarray(obs))
-            else:
-                obs_buf[0] = obs_buf[n]
-                actions[0] = actions[n]
+            for k in range(E):
+                if ended[k]:
+                    obs, _ = envs[k].reset()
+                    obs_buf[k, 0] = torch.as_tensor(np.asarray(obs))
+                else:
+                    obs_buf[k, 0] = obs_buf[k, n[k]]
+                    actions[k, 0] = actions[k, n[k]]
     except NonFinite as e:  # say where: the message is the one line the user reads
         raise NonFinite(f"{e} at update {updates + 1} (global frame {frames})") from None
     writer.close()
-    env.close()
+    for env in envs:
+        env.close()
+
+
+def segment_loss(local, target, loss_fn, hp: dict, obs_buf, actions, rewards, terminated, truncated,
+                 n: list[int]) -> tuple[torch.Tensor, dict]:
+    """The mean over a worker's games of the algorithm's loss on each game's segment (n[k] steps of game k).
+
+    One forward over every game's rows (and one of the target network) rather than one per game: the batched
+    convolution is what makes several games per worker cheaper per frame than one.
+    """
+    E, T = rewards.shape
+    full = all(m == T for m in n)
+    obs = obs_buf.flatten(0, 1) if full else torch.cat([obs_buf[k, : n[k] + 1] for k in range(E)])
+    out = local(obs)
+    target_q_next = None
+    if target is not None:
+        with torch.no_grad():
+            nxt = obs_buf[:, 1:].flatten(0, 1) if full else torch.cat([obs_buf[k, 1: n[k] + 1] for k in range(E)])
+            target_q_next = target(nxt)
+    loss, sums, row, trow = 0.0, {}, 0, 0
+    for k in range(E):
+        m = n[k]
+        seg = Segment(actions[k, :m], rewards[k, :m], terminated[k, :m], truncated[k, :m], actions[k, 1:m + 1])
+        rows = slice(row, row + m + 1)
+        out_k = tuple(o[rows] for o in out) if isinstance(out, tuple) else out[rows]
+        tq_k = None if target_q_next is None else target_q_next[trow: trow + m]
+        loss_k, info_k = loss_fn(out_k, tq_k, seg, **hp)
+        loss = loss + loss_k
+        for key, v in info_k.items():
+            sums[key] = sums.get(key, 0.0) + v / E
+        row, trow = row + m + 1, trow + m
+    return loss / E if E > 1 else loss, sums

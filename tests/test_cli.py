@@ -2,6 +2,7 @@
 
 import pytest
 
+from hogwild_dqn.config import CONFIG_DIR, load
 from tests.conftest import run_train
 
 BAD = [
@@ -20,6 +21,7 @@ BAD = [
     (["--stop-return", "high"], "argument --stop-return: must be a number, got 'high'"),
     (["--stop-return", "nan"], "--stop-return must be a finite number, got nan"),
     (["--stop-return", "18", "--cluster", "auto"], "--stop-return works on one machine only"),
+    (["--envs-per-worker", "0"], "--envs-per-worker must be a positive integer"),
 ]
 
 
@@ -74,3 +76,9 @@ def test_resume_from_missing_or_corrupt_checkpoint(tmp_path):
     proc = run_train("--resume", run, timeout=120)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert "truncated or corrupted" in proc.stderr and (run / "checkpoint.pt").read_bytes() == b"\x00garbage"
+
+
+@pytest.mark.parametrize("preset", sorted(CONFIG_DIR.glob("*.yaml")), ids=lambda p: p.name)
+def test_every_preset_loads_and_validates(preset):
+    cfg, _ = load(["--config", str(preset)])
+    assert cfg.to_dict()["game"]

@@ -55,3 +55,21 @@ def _tags(run):
     ea = EventAccumulator(str(run))
     ea.Reload()
     return set(ea.Tags()["scalars"])
+
+
+def test_several_games_per_worker(tmp_path):
+    """3 games per worker, SARSA (its a' carried across segments per game), games cut at 400 frames so they end
+    at different steps of a segment: every frame is counted and every game's ends are logged."""
+    run = tmp_path / "sarsa"
+    proc = run_train("--game", "Pong", "--algo", "sarsa1", "--threads", 2, "--envs-per-worker", 3, "--frames", 6000,
+                     "--eval-every", 6000, "--eval-episodes", 1, "--max-episode-frames", 400, "--log-every", 5,
+                     "--run-dir", run, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    s = read_summary(run)
+    assert 6000 <= s["frames"] < 6000 + 2 * 3 * 5 * 4  # at most one more update of 3 games x t_max 5 per worker
+    ea = EventAccumulator(str(run))
+    ea.Reload()
+    for w in ("w0", "w1"):
+        ends = ea.Scalars(f"charts/episodic_length/{w}")
+        # ~3000 frames per worker, 3 games of <= 400 frames each (no-op starts count): games ended and restarted
+        assert len(ends) >= 3 and all(e.value <= 400 for e in ends), [e.value for e in ends]

@@ -1,4 +1,5 @@
-"""The worker's action choice: A3C samples its softmax policy, Q methods act epsilon-greedily."""
+"""The worker's action choice (A3C samples its softmax policy, Q methods act epsilon-greedily) and the loss over
+several games' segments."""
 
 import math
 
@@ -6,9 +7,10 @@ import numpy as np
 import pytest
 import torch
 
+from hogwild_dqn.algorithms import LOSSES, Segment
 from hogwild_dqn.networks import build_network
 from hogwild_dqn.shared import NonFinite
-from hogwild_dqn.worker import act
+from hogwild_dqn.worker import act, act_many, segment_loss
 
 
 def _net(actor_critic, head_bias):
@@ -37,3 +39,64 @@ def test_non_finite_policy_is_reported():
     net = _net(True, [0.0, float("nan"), 0.0])
     with pytest.raises(NonFinite, match="non-finite policy"):
         act(net, torch.zeros(4), 0.0, True, np.random.default_rng(0))
+
+
+def _row_policy_net():
+    """The real A3C MLP network, set so that row i's logits are its own observation's first 3 entries."""
+    net = build_network((4,), 3, True, 8, 1)
+    with torch.no_grad():
+        for p in net.parameters():
+            p.zero_()
+        net.torso.body[0].weight[:4, :4] = torch.eye(4)
+        net.pi.weight[:, :3] = torch.eye(3)
+    return net
+
+
+def test_act_many_samples_each_rows_own_policy():
+    net, rng = _row_policy_net(), np.random.default_rng(0)
+    obs = torch.tensor([[8.0, 0.0, 0.0, 0.0], [0.0, 0.0, 8.0, 0.0]])  # row 0 ~always action 0, row 1 action 2
+    picks = np.array([act_many(net, obs, 0.0, True, rng) for _ in range(2000)])
+    assert (picks[:, 0] == 0).mean() > 0.99 and (picks[:, 1] == 2).mean() > 0.99
+
+
+def test_act_many_explores_each_row_on_its_own():
+    net, rng = _net(False, [0.0, 1.0, 0.5]), np.random.default_rng(0)
+    picks = np.array([act_many(net, torch.zeros(4, 4), 0.3, False, rng) for _ in range(5000)])
+    for row in picks.T:  # every row epsilon-greedy with the right rates
+        assert (np.bincount(row, minlength=3) / len(row)).tolist() == pytest.approx([0.1, 0.8, 0.1], abs=0.02)
+    assert len({tuple(p) for p in picks}) > 20  # rows draw independently, not one choice copied to all
+
+
+@pytest.mark.parametrize("algo", ["a3c", "nq", "sarsa1"])
+def test_segment_loss_is_the_mean_of_each_games_loss(algo):
+    """Games of unequal length (one ended after 2 steps) batched in one forward give the mean of the losses and
+    gradients computed game by game."""
+    torch.manual_seed(0)
+    ac = algo == "a3c"
+    net, target = build_network((4,), 3, ac, 8, 1), None if ac else build_network((4,), 3, False, 8, 1)
+    E, T, n = 3, 4, [4, 2, 4]
+    obs = torch.randn(E, T + 1, 4)
+    actions = torch.randint(0, 3, (E, T + 1))
+    rewards = torch.randn(E, T)
+    terminated = torch.zeros(E, T, dtype=torch.bool)
+    terminated[1, 1] = True
+    truncated = torch.zeros(E, T, dtype=torch.bool)
+    hp = {"gamma": 0.9, "entropy_beta": 0.01, "value_coef": 0.5}
+    loss, info = segment_loss(net, target, LOSSES[algo], hp, obs, actions, rewards, terminated, truncated, n)
+    loss.backward()
+    batched = [p.grad.clone() for p in net.parameters()]
+
+    net.zero_grad()
+    want, infos = 0.0, []
+    for k in range(E):
+        m = n[k]
+        seg = Segment(actions[k, :m], rewards[k, :m], terminated[k, :m], truncated[k, :m], actions[k, 1:m + 1])
+        tq = None if target is None else target(obs[k, 1:m + 1]).detach()
+        loss_k, info_k = LOSSES[algo](net(obs[k, :m + 1]), tq, seg, **hp)
+        want, infos = want + loss_k / E, infos + [info_k]
+    want.backward()
+    assert loss.item() == pytest.approx(want.item(), rel=1e-5)
+    for got, exp in zip(batched, (p.grad for p in net.parameters()), strict=True):
+        torch.testing.assert_close(got, exp, rtol=1e-4, atol=1e-6)
+    for key in info:
+        assert info[key] == pytest.approx(sum(i[key] for i in infos) / E, rel=1e-5)
