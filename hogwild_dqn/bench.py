@@ -1,6 +1,6 @@
 """Throughput benchmark: the bare emulator and the trainer's workers, measured side by side in one run.
 
-    python -m hogwild_dqn.bench [--threads 1 2] [--algos a3c nq q1 sarsa1] [--seconds 8] [--repeats 3]
+    python -m hogwild_dqn.bench [--threads 1 2] [--algos a3c nq q1 sarsa1] [--envs 1 8] [--seconds 8] [--repeats 3]
     make bench
 
 Each point starts real worker processes over real shared memory (evaluator off), lets them warm up, counts
@@ -81,14 +81,15 @@ def workers_fps(cfg: Config, threads: int, warmup: float, seconds: float) -> flo
 
 def table(cores: int, emu: float, results: list[dict], frame_skip: int) -> str:
     """The markdown table of the medians, with scaling efficiency and the ratio to the bare emulator."""
-    one = {r["algo"]: r["frames_per_second"] for r in results if r["threads"] == 1}
+    one = {(r["algo"], r["envs_per_worker"]): r["frames_per_second"] for r in results if r["threads"] == 1}
     lines = [f"cores: {cores}; bare emulator (ALE, frame skip {frame_skip}, random actions): {emu:,.0f} frames/s",
-             "", "| algo | workers | frames/s | agent steps/s | frames/s per worker | scaling efficiency | "
-             "per worker / emulator |", "| --- | --- | --- | --- | --- | --- | --- |"]
+             "", "| algo | workers | games per worker | frames/s | agent steps/s | frames/s per worker | "
+             "scaling efficiency | per worker / emulator |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in results:
-        eff = r["frames_per_second"] / (r["threads"] * one[r["algo"]]) if r["algo"] in one else None
+        key = (r["algo"], r["envs_per_worker"])
+        eff = r["frames_per_second"] / (r["threads"] * one[key]) if key in one else None
         per = r["frames_per_second"] / r["threads"]
-        lines.append(f"| {r['algo']} | {r['threads']} | {r['frames_per_second']:,.0f} | "
+        lines.append(f"| {r['algo']} | {r['threads']} | {r['envs_per_worker']} | {r['frames_per_second']:,.0f} | "
                      f"{r['agent_steps_per_second']:,.0f} | {per:,.0f} | {'—' if eff is None else f'{eff:.2f}'} | "
                      f"{per / emu:.2f} |")
     return "\n".join(lines)
@@ -99,31 +100,33 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--game", default="Pong")
     p.add_argument("--algos", nargs="+", default=list(ALGOS), choices=ALGOS)
     p.add_argument("--threads", nargs="+", type=int, default=[1, 2], help="worker counts to measure")
+    p.add_argument("--envs", nargs="+", type=int, default=[1],
+                   help="games per worker to measure (--envs-per-worker of train.py)")
     p.add_argument("--seconds", type=float, default=6.0, help="measured seconds per point")
     p.add_argument("--warmup", type=float, default=2.0, help="seconds after start-up before measuring")
     p.add_argument("--repeats", type=int, default=3, help="repeats of every point (medians are reported)")
     p.add_argument("--out", default=None, help="folder for bench.md and bench.json (default runs/bench-<time>)")
     args = p.parse_args(argv)
-    if min(args.threads) < 1 or args.repeats < 1 or args.seconds <= 0:
-        p.error("--threads, --repeats and --seconds must be positive")
+    if min(args.threads) < 1 or min(args.envs) < 1 or args.repeats < 1 or args.seconds <= 0:
+        p.error("--threads, --envs, --repeats and --seconds must be positive")
     torch.set_num_threads(1)
     out = Path(args.out or f"runs/bench-{datetime.now():%Y%m%d-%H%M%S}")
     out.mkdir(parents=True, exist_ok=True)
     cores = os.cpu_count() or 1
     print(f"benchmark on {cores} cores: {args.game}, {args.repeats} repeats of {args.seconds:g} s per point")
     base = Config(game=args.game, frames=10**12, progress=False, video_steps=0)
-    emu, samples = [], {(a, n): [] for a in args.algos for n in args.threads}
+    emu, samples = [], {(a, e, n): [] for a in args.algos for e in args.envs for n in args.threads}
     for rep in range(args.repeats):
         emu.append(emulator_fps(base, args.seconds))
-        for algo in args.algos:
-            for n in args.threads:
-                cfg = Config(**{**base.to_dict(), "algo": algo})
-                samples[(algo, n)].append(workers_fps(cfg, n, args.warmup, args.seconds))
-                print(f"  repeat {rep + 1}: {algo} x{n}: {samples[(algo, n)][-1]:,.0f} frames/s", flush=True)
+        for algo, e, n in samples:
+            cfg = Config(**{**base.to_dict(), "algo": algo, "envs_per_worker": e})
+            samples[(algo, e, n)].append(workers_fps(cfg, n, args.warmup, args.seconds))
+            print(f"  repeat {rep + 1}: {algo} x{n}, {e} games each: {samples[(algo, e, n)][-1]:,.0f} frames/s",
+                  flush=True)
     emu_med = statistics.median(emu)
-    results = [{"algo": a, "threads": n, "frames_per_second": statistics.median(v),
+    results = [{"algo": a, "threads": n, "envs_per_worker": e, "frames_per_second": statistics.median(v),
                 "agent_steps_per_second": statistics.median(v) / base.frame_skip, "repeats": len(v),
-                "samples": v} for (a, n), v in samples.items()]
+                "samples": v} for (a, e, n), v in samples.items()]
     md = table(cores, emu_med, results, base.frame_skip)
     print(md)
     (out / "bench.md").write_text(md + "\n")
