@@ -39,13 +39,14 @@ def run_train(*args, timeout=600, **kwargs) -> subprocess.CompletedProcess:
 
 
 def start_train(run: Path, *args, **kwargs) -> subprocess.Popen:
-    """Start train.py in the background; return once both workers have begun logging."""
-    proc = subprocess.Popen([sys.executable, str(ROOT / "train.py"), "--no-progress", "--run-dir", str(run),
-                             *map(str, args)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            **kwargs)
+    """Start train.py in the background; return once its last worker (by --threads, else 2) has begun logging."""
+    args = [str(a) for a in args]
+    last = int(args[args.index("--threads") + 1]) - 1 if "--threads" in args else 1
+    proc = subprocess.Popen([sys.executable, str(ROOT / "train.py"), "--no-progress", "--run-dir", str(run), *args],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
     _started.append(proc)
     deadline = time.time() + 120
-    while not list(run.glob("events.out.tfevents.*.worker1")) and time.time() < deadline:
+    while not list(run.glob(f"events.out.tfevents.*.worker{last}")) and time.time() < deadline:
         time.sleep(0.3)
     time.sleep(1)
     return proc
