@@ -33,11 +33,6 @@ def worker_process(rank: int, seed: int, cfg: Config, spec: EnvSpec, shared: Sha
     run_child(f"worker{rank}", report, run_worker, rank, seed, cfg, spec, shared, Path(run_dir))
 
 
-def act(net: torch.nn.Module, obs: torch.Tensor, eps: float, actor_critic: bool, rng: np.random.Generator) -> int:
-    """One observation's action; see act_many."""
-    return act_many(net, obs.unsqueeze(0), eps, actor_critic, rng)[0]
-
-
 def act_many(net: torch.nn.Module, obs: torch.Tensor, eps: float, actor_critic: bool,
              rng: np.random.Generator) -> list[int]:
     """Sample from the policy (A3C) or act epsilon-greedily on Q (value-based methods), one batched forward."""
@@ -120,7 +115,7 @@ def run_worker(rank: int, seed: int, cfg: Config, spec: EnvSpec, shared: SharedS
                 live = [k for k in live if not (terminated[k, t] or truncated[k, t])]
                 if t + 1 < T and live:  # the action in the segment's last state is chosen after the next sync
                     actions[live, t + 1] = torch.tensor(act_many(local, obs_buf[live, t + 1], eps, actor_critic, rng))
-            ended = [bool(terminated[k, n[k] - 1] or truncated[k, n[k] - 1]) for k in range(E)]
+            ended = [k not in live for k in range(E)]  # a game leaves `live` exactly when its episode ends
             if cfg.algo == "sarsa1":  # a' in each last next state, chosen before the update
                 last = obs_buf[range(E), n]
                 actions[range(E), n] = torch.tensor(act_many(local, last, eps, actor_critic, rng))
@@ -195,4 +190,4 @@ def segment_loss(local, target, loss_fn, hp: dict, obs_buf, actions, rewards, te
         for key, v in info_k.items():
             sums[key] = sums.get(key, 0.0) + v / E
         row, trow = row + m + 1, trow + m
-    return loss / E if E > 1 else loss, sums
+    return loss / E, sums

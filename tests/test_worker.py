@@ -10,7 +10,7 @@ import torch
 from hogwild_dqn.algorithms import LOSSES, Segment
 from hogwild_dqn.networks import build_network
 from hogwild_dqn.shared import NonFinite
-from hogwild_dqn.worker import act, act_many, segment_loss
+from hogwild_dqn.worker import act_many, segment_loss
 
 
 def _net(actor_critic, head_bias):
@@ -24,13 +24,13 @@ def _net(actor_critic, head_bias):
 
 def test_a3c_samples_its_policy():
     net, rng = _net(True, [math.log(0.2), math.log(0.5), math.log(0.3)]), np.random.default_rng(0)
-    counts = np.bincount([act(net, torch.zeros(4), 0.0, True, rng) for _ in range(20_000)], minlength=3)
+    counts = np.bincount([act_many(net, torch.zeros(1, 4), 0.0, True, rng)[0] for _ in range(20_000)], minlength=3)
     assert (counts / counts.sum()).tolist() == pytest.approx([0.2, 0.5, 0.3], abs=0.015)
 
 
 def test_q_methods_are_epsilon_greedy():
     net, rng = _net(False, [0.0, 1.0, 0.5]), np.random.default_rng(0)
-    counts = np.bincount([act(net, torch.zeros(4), 0.3, False, rng) for _ in range(20_000)], minlength=3)
+    counts = np.bincount([act_many(net, torch.zeros(1, 4), 0.3, False, rng)[0] for _ in range(20_000)], minlength=3)
     # greedy action 1 with 1 - 0.3 + 0.3/3, each other action 0.3/3
     assert (counts / counts.sum()).tolist() == pytest.approx([0.1, 0.8, 0.1], abs=0.015)
 
@@ -38,7 +38,7 @@ def test_q_methods_are_epsilon_greedy():
 def test_non_finite_policy_is_reported():
     net = _net(True, [0.0, float("nan"), 0.0])
     with pytest.raises(NonFinite, match="non-finite policy"):
-        act(net, torch.zeros(4), 0.0, True, np.random.default_rng(0))
+        act_many(net, torch.zeros(1, 4), 0.0, True, np.random.default_rng(0))
 
 
 def _row_policy_net():
