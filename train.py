@@ -2,12 +2,13 @@
 
 import sys
 
-from hogwild_dqn.config import ConfigError, load
+from hogwild_dqn.config import ConfigError, load, start_line
 
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        cfg, resume = load(argv)
+        cfg, resume, source = load(argv)
+        print(start_line(cfg, source), flush=True)
         from hogwild_dqn.runner import run  # heavy imports only once the command line is good
 
         return run(cfg, resume)

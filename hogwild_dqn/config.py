@@ -237,23 +237,37 @@ def _typed(t, optional: bool = False):
     return convert
 
 
-def load(argv: list[str] | None = None) -> tuple[Config, str | None]:
-    """Parse the command line into a validated Config; also return --resume's directory (or None)."""
+def load(argv: list[str] | None = None) -> tuple[Config, str | None, Path]:
+    """Parse the command line into a validated Config; also return --resume's directory (or None) and the
+    YAML file the values came from (the preset, or the resumed run's config.yaml)."""
     parser = build_parser()
     args = vars(parser.parse_args(argv))
     resume = args.pop("resume", None)
     cfg = Config()
     if resume is not None:
-        saved = Path(resume) / "config.yaml"
-        values = read_yaml(saved)
-        values["run_dir"] = str(resume)
+        source = Path(resume) / "config.yaml"
     else:
-        values = read_yaml(args.pop("config", None) or default_preset(args.get("game", cfg.game)))
+        source = Path(args.pop("config", None) or default_preset(args.get("game", cfg.game)))
+    values = read_yaml(source)
+    if resume is not None:
+        values["run_dir"] = str(resume)
     args.pop("config", None)
     values.update(args)
     cfg = dataclasses.replace(cfg, **values)
     cfg.validate()
-    return cfg, resume
+    return cfg, resume, source
+
+
+def start_line(cfg: Config, source: Path) -> str:
+    """The line a run prints first: where its values came from and the few that decide whether it learns."""
+    try:
+        shown = source.resolve().relative_to(Path.cwd())
+    except ValueError:
+        shown = source
+    eps = f" eps {cfg.rms_eps:g}" if cfg.optimizer == "rmsprop" else f" eps {cfg.adam_eps:g}"
+    games = f"{cfg.envs_per_worker} game{'s' if cfg.envs_per_worker > 1 else ''}"
+    return (f"{shown}: {cfg.algo} on {cfg.game}, {cfg.resolved_threads()} workers x {games}, "
+            f"{cfg.optimizer} lr {cfg.lr:g}{eps}, {cfg.frames:,} frames, seed {cfg.seed}")
 
 
 def save(cfg: Config, path: Path) -> None:

@@ -80,5 +80,5 @@ def test_resume_from_missing_or_corrupt_checkpoint(tmp_path):
 
 @pytest.mark.parametrize("preset", sorted(CONFIG_DIR.glob("*.yaml")), ids=lambda p: p.name)
 def test_every_preset_loads_and_validates(preset):
-    cfg, _ = load(["--config", str(preset)])
+    cfg, _, _ = load(["--config", str(preset)])
     assert cfg.to_dict()["game"]
