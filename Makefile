@@ -20,6 +20,8 @@ SEEDS   ?= 1
 SCORE   ?=
 BENCH_ARGS ?=
 CLUSTER ?=
+RUN     ?=
+EPISODES ?= 10
 
 opt = $(if $(strip $(2)),$(1) $(2))
 TRAIN_ARGS = $(call opt,--game,$(GAME)) $(call opt,--algo,$(ALGO)) $(call opt,--threads,$(THREADS)) \
@@ -27,7 +29,7 @@ TRAIN_ARGS = $(call opt,--game,$(GAME)) $(call opt,--algo,$(ALGO)) $(call opt,--
              $(call opt,--config,$(CONFIG)) $(call opt,--logdir,$(LOGDIR)) $(call opt,--resume,$(RESUME)) \
              $(call opt,--cluster,$(CLUSTER)) $(ARGS)
 
-.PHONY: install install-cluster train test soak sweep report bench clean-venv
+.PHONY: install install-cluster train test soak sweep report bench play clean-venv
 
 install: $(STAMP)
 
@@ -67,6 +69,10 @@ report: $(STAMP)
 # Throughput: bare emulator and every algorithm at 1 and 2 workers, medians of 3 (under 5 minutes on 2 cores).
 bench: $(STAMP)
 	$(PY) -m hogwild_dqn.bench $(BENCH_ARGS)
+
+# Watch a trained agent: EPISODES whole games from RUN's best.pt (else checkpoint.pt), scores and play.mp4.
+play: $(STAMP)
+	$(PY) -m hogwild_dqn.play $(or $(RUN),$(error give the run dir: make play RUN=runs/...)) --episodes $(EPISODES) $(ARGS)
 
 # Memory soak: a real Pong run for MINUTES; RSS of every process at minute 5 and at the end.
 soak: $(STAMP)

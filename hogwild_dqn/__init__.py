@@ -1,1 +1,24 @@
-"""hogwild_dqn: asynchronous deep RL (Mnih et al. 2016) with Hogwild workers over one shared network."""
+"""hogwild_dqn: asynchronous deep RL (Mnih et al. 2016) with Hogwild workers over one shared network.
+
+Using a trained agent from Python:
+
+    policy = hogwild_dqn.load_policy("runs/Pong-a3c-...")
+    env = hogwild_dqn.make_env(policy.cfg, seed=0, for_eval=True)
+    obs, _ = env.reset()
+    obs, reward, terminated, truncated, info = env.step(policy.act(obs))
+"""
+
+__all__ = ["load_policy", "make_env"]
+
+
+def __getattr__(name: str):
+    # lazy, so that `import hogwild_dqn.config` (train.py's bad-input path) does not load torch and the ALE
+    if name == "load_policy":
+        from hogwild_dqn.policy import load_policy
+
+        return load_policy
+    if name == "make_env":
+        from hogwild_dqn.envs import make_env
+
+        return make_env
+    raise AttributeError(f"module 'hogwild_dqn' has no attribute {name!r}")

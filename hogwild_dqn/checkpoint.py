@@ -44,6 +44,14 @@ def checkpoint_state(model, target, cfg, spec, *, frames: int, best: float, opti
 
 
 def load_checkpoint(path: Path, game: str, algo: str) -> dict:
+    """Load a checkpoint of this game and algorithm; any problem is a one-line ConfigError naming the file."""
+    ckpt = read_checkpoint(path)
+    if ckpt.get("game") != game or ckpt.get("algo") != algo:
+        raise ConfigError(f"checkpoint {path} is for {ckpt.get('game')}/{ckpt.get('algo')}, not {game}/{algo}")
+    return ckpt
+
+
+def read_checkpoint(path: Path) -> dict:
     """Load a checkpoint written by this trainer; any problem is a one-line ConfigError naming the file."""
     path = Path(path)
     if not path.is_file():
@@ -55,8 +63,6 @@ def load_checkpoint(path: Path, game: str, algo: str) -> dict:
             from None
     if not isinstance(ckpt, dict) or "model" not in ckpt or "frames" not in ckpt:
         raise ConfigError(f"checkpoint {path} is not a hogwild_dqn checkpoint")
-    if ckpt.get("game") != game or ckpt.get("algo") != algo:
-        raise ConfigError(f"checkpoint {path} is for {ckpt.get('game')}/{ckpt.get('algo')}, not {game}/{algo}")
     return ckpt
 
 

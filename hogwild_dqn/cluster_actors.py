@@ -18,8 +18,8 @@ from hogwild_dqn import metrics
 from hogwild_dqn.checkpoint import atomic_save, checkpoint_state
 from hogwild_dqn.config import Config
 from hogwild_dqn.envs import EnvSpec, make_env
-from hogwild_dqn.evaluator import EVAL_SEED_OFFSET, play_episode
 from hogwild_dqn.networks import network_for
+from hogwild_dqn.policy import EVAL_SEED_OFFSET, Policy, play_episode
 from hogwild_dqn.processes import Processes
 from hogwild_dqn.runner import make_summary, new_shared_state
 from hogwild_dqn.shared import STOP, all_finite
@@ -235,18 +235,16 @@ class Evaluator:
 
     def __init__(self, cfg: Config, spec: EnvSpec):
         torch.set_num_threads(1)
-        self.cfg, self.actor_critic = cfg, cfg.algo == "a3c"
+        self.cfg = cfg
         self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        self.net = network_for(cfg, spec).to(self.device)
+        self.policy = Policy(network_for(cfg, spec), cfg, self.device, cfg.seed + EVAL_SEED_OFFSET)
         self.env = make_env(cfg, cfg.seed + EVAL_SEED_OFFSET, for_eval=True)
-        self.rng = np.random.default_rng(cfg.seed + EVAL_SEED_OFFSET)
 
     def evaluate(self, weights, frames: int) -> dict:
         if not np.isfinite(weights).all():
             raise RuntimeError(f"non-finite global weights at global frame {frames}")
-        _assign(list(self.net.parameters()), torch.from_numpy(np.array(weights)).to(self.device))
+        _assign(list(self.policy.net.parameters()), torch.from_numpy(np.array(weights)).to(self.device))
         t0 = time.time()
-        returns = [play_episode(self.net, self.env, self.actor_critic, self.cfg.eval_epsilon, self.device,
-                                self.rng)[0] for _ in range(self.cfg.eval_episodes)]
+        returns = [play_episode(self.policy, self.env) for _ in range(self.cfg.eval_episodes)]
         return {"frames": frames, "mean_return": float(np.mean(returns)), "std_return": float(np.std(returns)),
                 "episodes": len(returns), "device": self.device.type, "seconds": time.time() - t0}

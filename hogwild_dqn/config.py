@@ -193,8 +193,9 @@ def _is_number(v) -> bool:
 
 
 def default_preset(game: str) -> Path:
-    """ALE games use configs/atari.yaml; gymnasium ids (CartPole-v1, ...) use configs/cartpole.yaml."""
-    return CONFIG_DIR / ("cartpole.yaml" if "-v" in game else "atari.yaml")
+    """ALE games (Pong, ALE/Pong-v5) use configs/atari.yaml; other gymnasium ids (CartPole-v1, ...)
+    configs/cartpole.yaml. Decided by name alone, so that a bad --game is reported by envs.resolve."""
+    return CONFIG_DIR / ("cartpole.yaml" if "-v" in game and not game.startswith("ALE/") else "atari.yaml")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -82,3 +82,15 @@ def test_resume_from_missing_or_corrupt_checkpoint(tmp_path):
 def test_every_preset_loads_and_validates(preset):
     cfg, _, _ = load(["--config", str(preset)])
     assert cfg.to_dict()["game"]
+
+
+@pytest.mark.parametrize("game", ["Pong", "Breakout", "ALE/Qbert-v5"])
+def test_ale_games_default_to_the_preset_that_learns_on_few_cores(game):
+    cfg, _, source = load(["--game", game])
+    assert source == CONFIG_DIR / "atari.yaml"
+    assert (cfg.envs_per_worker, cfg.rms_eps, cfg.obs_standardize, cfg.grad_clip) == (8, 1e-5, True, 2.5)
+    paper, _, source = load(["--game", game, "--config", str(CONFIG_DIR / "paper.yaml")])
+    assert source == CONFIG_DIR / "paper.yaml"
+    assert (paper.envs_per_worker, paper.rms_eps, paper.obs_standardize, paper.grad_clip) == (1, 0.1, False, 40.0)
+    assert load(["--game", "CartPole-v1"])[2] == CONFIG_DIR / "cartpole.yaml"
+

@@ -1,19 +1,26 @@
 """End to end: train.py on Pong with 2 real worker processes, then the run dir's contents."""
 
 import math
+import re
+import subprocess
+import sys
 
+import imageio.v2 as imageio
 import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from tests.conftest import read_summary, run_train
+from tests.conftest import ROOT, read_summary, run_train
 
 
 def test_pong_run_dir_contents(tmp_path):
     run = tmp_path / "pong"
     proc = run_train("--game", "Pong", "--algo", "a3c", "--threads", 2, "--frames", 6000, "--eval-every", 3000,
-                     "--eval-episodes", 1, "--max-episode-frames", 3000, "--log-every", 10, "--run-dir", run,
+                     "--envs-per-worker", 1, "--eval-episodes", 1, "--max-episode-frames", 3000, "--log-every", 10, "--run-dir", run,
                      timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
+    # the default preset for ALE games, named in the run's first line with the values that decide learning
+    assert proc.stdout.splitlines()[0] == ("configs/atari.yaml: a3c on Pong, 2 workers x 1 game, rmsprop lr 0.0007 "
+                                           "eps 1e-05, 6,000 frames, seed 1")
     for name in ("config.yaml", "checkpoint.pt", "best.pt", "summary.json"):
         assert (run / name).is_file(), name
     s = read_summary(run)
@@ -38,6 +45,13 @@ def test_pong_run_dir_contents(tmp_path):
     # whole games of 3000 frames: at least one worker finished one (a busy machine may starve the other)
     assert {"charts/episodic_return/w0", "charts/episodic_return/w1"} & tags, sorted(tags)
     assert events.Scalars("eval/mean_return")[-1].step == s["frames"]  # x-axis: global frames
+
+    # the run plays back: one game of the ALE's own screens into play.mp4
+    proc = subprocess.run([sys.executable, "-m", "hogwild_dqn.play", run, "--episodes", "1"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0 and re.search(r"^mean -?\d+ ± 0.0 over 1 games", proc.stdout, re.M), proc.stderr
+    with imageio.get_reader(run / "play.mp4") as reader:
+        assert reader.get_data(0).shape == (210, 160, 3) and reader.count_frames() > 100
 
 
 def test_nq_pong_runs_and_syncs_target(tmp_path):

@@ -1,0 +1,112 @@
+"""Watch a trained agent: play whole evaluation games from a run dir and record the first as a video.
+
+    python -m hogwild_dqn.play RUN_DIR [--episodes 10] [--device cuda] [--seed S] [--no-video]
+    (or: make play RUN=RUN_DIR EPISODES=10)
+
+Loads best.pt (else checkpoint.pt), plays with the evaluator's policy and env (no-op starts, raw scores),
+prints each score and mean ± std, min and max, and writes play.mp4 of the first game next to the checkpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from hogwild_dqn.config import ConfigError
+from hogwild_dqn.envs import make_env, resolve
+from hogwild_dqn.policy import EVAL_SEED_OFFSET, load_policy, play_episode
+
+PLAY_SEED_OFFSET = 2 * EVAL_SEED_OFFSET  # games the evaluator did not play
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):
+        raise ConfigError(message)
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    p = _Parser(prog="python -m hogwild_dqn.play", description="Play a trained agent and record a video.")
+    p.add_argument("run_dir", type=Path, help="a run dir holding best.pt or checkpoint.pt")
+    p.add_argument("--episodes", type=int, default=10, help="whole games to play (default 10)")
+    p.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="where the network runs")
+    p.add_argument("--seed", type=int, default=None, help="seed of the games and the policy's draws "
+                                                          "(default: the run's seed + 20000)")
+    p.add_argument("--video", action=argparse.BooleanOptionalAction, default=True,
+                   help="record the first game as play.mp4 next to the checkpoint (default: on)")
+    args = p.parse_args(argv)
+    if args.episodes < 1:
+        raise ConfigError(f"--episodes must be a positive integer, got {args.episodes}")
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("--device cuda: no CUDA device is available here")
+    return args
+
+
+class VideoWriter:
+    """Streams screens into an H.264 MP4 (imageio-ffmpeg), so a long game never sits in memory."""
+
+    def __init__(self, path: Path, fps: float):
+        import imageio.v2 as imageio  # only when a video is asked for
+
+        self.path, self.tmp = path, path.with_name(f".{path.name}.tmp.mp4")
+        self.writer = imageio.get_writer(self.tmp, fps=fps, codec="libx264", macro_block_size=2,
+                                         ffmpeg_log_level="error")
+
+    def __call__(self, screen: np.ndarray) -> None:
+        self.writer.append_data(screen)
+
+    def close(self) -> None:
+        self.writer.close()
+        self.tmp.replace(self.path)
+
+
+def play(run_dir: Path, episodes: int, device: str, seed: int | None, video: bool) -> dict:
+    """Play `episodes` games; return their scores and where the video went."""
+    policy = load_policy(run_dir, device)
+    cfg = policy.cfg
+    seed = cfg.seed + PLAY_SEED_OFFSET if seed is None else seed
+    policy.seed(seed)
+    is_atari, _ = resolve(cfg.game)
+    env = make_env(cfg, seed, for_eval=True, render=video)
+    print(f"{policy.source}: {cfg.algo} on {cfg.game} after {policy.frames:,} frames "
+          f"(evaluator's best {policy.best_eval_return:g}); {episodes} games on {device}", flush=True)
+    scores, out = [], None
+    try:
+        for i in range(episodes):
+            recorder = None
+            if video and i == 0:
+                fps = 60 / cfg.frame_skip if is_atari else env.metadata.get("render_fps", 30)
+                recorder = VideoWriter(policy.source.parent / "play.mp4", fps)
+            try:
+                scores.append(play_episode(policy, env, recorder))
+            finally:
+                if recorder is not None:
+                    recorder.close()
+                    out = recorder.path
+            print(f"game {i + 1}: {scores[-1]:g}", flush=True)
+    finally:
+        env.close()
+    return {"scores": scores, "mean": float(np.mean(scores)), "std": float(np.std(scores)),
+            "min": float(np.min(scores)), "max": float(np.max(scores)), "video": out}
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = parse(argv)
+        r = play(args.run_dir, args.episodes, args.device, args.seed, args.video)
+    except ConfigError as e:
+        print(f"play: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("play: interrupted", file=sys.stderr)
+        return 130
+    print(f"mean {r['mean']:g} ± {r['std']:.1f} over {len(r['scores'])} games, min {r['min']:g}, max {r['max']:g}"
+          + (f"; video {r['video']}" if r["video"] else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,90 @@
+"""The evaluation policy and one whole evaluation game: used by the evaluator, the cluster's evaluator, `play`,
+and by anyone who loads a trained agent with `load_policy(run_dir)`."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from hogwild_dqn.checkpoint import read_checkpoint
+from hogwild_dqn.config import FIELDS, Config, ConfigError
+from hogwild_dqn.networks import build_network
+
+EVAL_SEED_OFFSET = 10_000  # evaluation games never share seeds with the workers'
+
+
+class Policy:
+    """Acts as the evaluator does: A3C samples its policy, the Q methods are epsilon-greedy (eval_epsilon)."""
+
+    def __init__(self, net: torch.nn.Module, cfg: Config, device: torch.device | str = "cpu", seed: int = 0):
+        self.cfg, self.device = cfg, torch.device(device)
+        self.net = net.to(self.device).eval()
+        self.actor_critic = cfg.algo == "a3c"
+        self.seed(seed)
+        self.source, self.frames, self.best_eval_return = None, 0, -math.inf  # set by load_policy
+
+    def seed(self, seed: int) -> None:
+        """Seed the policy's own draws (exploration, sampling); the global torch RNG is left alone."""
+        self.rng = np.random.default_rng(seed)
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def act(self, observation) -> int:
+        """The action for one observation, as the env returns it."""
+        if not self.actor_critic and self.rng.random() < self.cfg.eval_epsilon:
+            return int(self.rng.integers(self.net.q.out_features))
+        with torch.inference_mode():
+            out = self.net(torch.as_tensor(np.asarray(observation), device=self.device).unsqueeze(0))
+        if self.actor_critic:
+            probs = torch.softmax(out[0][0].float(), -1).cpu()
+            return int(torch.multinomial(probs, 1, generator=self.generator))
+        return int(out[0].argmax())
+
+
+def play_episode(policy: Policy, env, on_screen: Callable[[np.ndarray], None] | None = None) -> float:
+    """One whole game; its raw score. `on_screen` sees every screen (env.render()) before the agent acts."""
+    obs, _ = env.reset()
+    while True:
+        if on_screen is not None:
+            on_screen(env.render())
+        obs, _, term, trunc, info = env.step(policy.act(obs))
+        if term or trunc:
+            return float(info["episode"]["r"])
+
+
+def policy_file(run_dir: Path) -> Path:
+    """best.pt of a run, else its checkpoint.pt; a one-line ConfigError when the dir has neither."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise ConfigError(f"run dir {run_dir} {'is not a directory' if run_dir.exists() else 'does not exist'}")
+    for name in ("best.pt", "checkpoint.pt"):
+        if (run_dir / name).is_file():
+            return run_dir / name
+    raise ConfigError(f"{run_dir} holds no best.pt or checkpoint.pt; is it a hogwild_dqn run dir?")
+
+
+def load_policy(run_dir: str | Path, device: str = "cpu", seed: int = 0) -> Policy:
+    """The trained agent of a run dir (best.pt, else checkpoint.pt), ready for `policy.act(observation)` on the
+    env that `make_env(policy.cfg, seed, for_eval=True)` builds. The file used and its frames: policy.source,
+    policy.frames, policy.best_eval_return."""
+    path = policy_file(run_dir)
+    ckpt = read_checkpoint(path)
+    saved = ckpt.get("config")
+    if not isinstance(saved, dict) or "obs_shape" not in ckpt or "n_actions" not in ckpt:
+        raise ConfigError(f"checkpoint {path} is not a hogwild_dqn checkpoint (no config or env shapes)")
+    cfg = dataclasses.replace(Config(), **{k: v for k, v in saved.items() if k in FIELDS})
+    net = build_network(tuple(ckpt["obs_shape"]), int(ckpt["n_actions"]), cfg.algo == "a3c", cfg.hidden,
+                        cfg.mlp_layers, cfg.obs_standardize)
+    try:
+        net.load_state_dict(ckpt["model"])
+    except (RuntimeError, KeyError, TypeError) as e:
+        raise ConfigError(f"checkpoint {path} does not fit its own network ({str(e).splitlines()[0][:120]})") \
+            from None
+    policy = Policy(net, cfg, device, seed)
+    policy.source, policy.frames = path, int(ckpt["frames"])
+    policy.best_eval_return = float(ckpt.get("best_eval_return", -math.inf))
+    return policy

@@ -1,0 +1,106 @@
+"""Playing a trained agent: `make play`, `python -m hogwild_dqn.play` and `hogwild_dqn.load_policy`, on a real
+CartPole run trained here; bad run dirs get one line and exit 2."""
+
+import dataclasses
+import math
+import re
+import subprocess
+import sys
+
+import imageio.v2 as imageio
+import numpy as np
+import pytest
+import torch
+
+import hogwild_dqn
+from hogwild_dqn.config import Config
+from hogwild_dqn.networks import build_network
+from hogwild_dqn.policy import Policy, play_episode
+from tests.conftest import ROOT, read_summary, run_train
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A3C on CartPole, 2 workers, 60k frames (seed 1 reaches 500 by 50k frames)."""
+    run = tmp_path_factory.mktemp("play") / "cartpole"
+    proc = run_train("--game", "CartPole-v1", "--algo", "a3c", "--threads", 2, "--frames", 60_000, "--seed", 1,
+                     "--run-dir", run, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return run
+
+
+def _play(*args, make=False) -> subprocess.CompletedProcess:
+    cmd = (["make", "--no-print-directory", "play", *args] if make
+           else [sys.executable, "-m", "hogwild_dqn.play", *map(str, args)])
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+
+
+def test_make_play_scores_as_the_evaluator_recorded_and_writes_a_video(trained):
+    best = read_summary(trained)
+    recorded = next(e for e in best["evals"] if e["mean_return"] == best["best_eval_return"])
+    proc = _play(f"RUN={trained}", "EPISODES=10", make=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    games = [float(g) for g in re.findall(r"^game \d+: (\S+)$", proc.stdout, re.M)]
+    assert len(games) == 10 and f"{trained / 'best.pt'}: a3c on CartPole-v1" in proc.stdout
+    m = re.search(r"^mean (\S+) ± (\S+) over 10 games, min (\S+), max (\S+); video (\S+)$", proc.stdout, re.M)
+    assert m, proc.stdout
+    mean, std, low, high = map(float, m.groups()[:4])
+    assert math.isclose(mean, np.mean(games)) and low == min(games) and high == max(games)
+    # other seeds than the evaluator's: equal within the noise of both samples (and CartPole's cap of 500)
+    noise = 3 * math.sqrt(recorded["std_return"] ** 2 / recorded["episodes"] + std ** 2 / 10) + 25
+    assert abs(mean - recorded["mean_return"]) <= noise, (mean, recorded)
+    video = trained / "play.mp4"
+    assert m.group(5) == str(video)
+    with imageio.get_reader(video) as reader:
+        frames = reader.count_frames()
+        first = reader.get_data(0)
+    assert frames == games[0]  # CartPole pays 1 per step: one screen per step of the first game
+    assert first.shape == (400, 600, 3) and first.std() > 0
+
+
+def test_load_policy_acts_on_the_env_make_env_builds(trained):
+    policy = hogwild_dqn.load_policy(trained)
+    assert policy.source == trained / "best.pt" and policy.cfg.game == "CartPole-v1" and policy.frames > 0
+    env = hogwild_dqn.make_env(policy.cfg, seed=123, for_eval=True)
+    try:
+        scores = [play_episode(policy, env) for _ in range(3)]
+    finally:
+        env.close()
+    summary = read_summary(trained)
+    assert np.mean(scores) >= summary["best_eval_return"] / 2, scores  # a trained agent, not a random one (~22)
+    (trained / "best.pt").rename(trained / "best.pt.away")  # without best.pt: checkpoint.pt
+    try:
+        assert hogwild_dqn.load_policy(trained).source == trained / "checkpoint.pt"
+    finally:
+        (trained / "best.pt.away").rename(trained / "best.pt")
+
+
+def test_q_policy_is_epsilon_greedy():
+    cfg = dataclasses.replace(Config(game="CartPole-v1", algo="nq"), eval_epsilon=0.0)
+    net = build_network((4,), 2, actor_critic=False, hidden=8, mlp_layers=1)
+    obs = np.array([0.1, -0.2, 0.3, 0.0], dtype=np.float32)
+    greedy = int(net(torch.as_tensor(obs).unsqueeze(0)).argmax())
+    assert {Policy(net, cfg, seed=s).act(obs) for s in range(20)} == {greedy}
+    explore = Policy(net, dataclasses.replace(cfg, eval_epsilon=1.0), seed=0)
+    assert {explore.act(obs) for _ in range(100)} == {0, 1}
+
+
+@pytest.mark.parametrize("setup, message", [
+    (lambda d: None, "does not exist"),
+    (lambda d: d.mkdir(), "holds no best.pt or checkpoint.pt"),
+    (lambda d: (d.mkdir(), (d / "best.pt").write_text("junk")), "truncated or corrupted"),
+    (lambda d: (d.mkdir(), torch.save({"weights": 1}, d / "checkpoint.pt")), "is not a hogwild_dqn checkpoint"),
+])
+def test_bad_run_dir_is_one_line_and_exit_2(tmp_path, setup, message):
+    run = tmp_path / "run"
+    setup(run)
+    before = {p.name: p.read_bytes() for p in run.iterdir()} if run.is_dir() else None
+    proc = _play(run)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith("play: error: ") and message in proc.stderr and proc.stderr.count("\n") == 1
+    assert ({p.name: p.read_bytes() for p in run.iterdir()} if run.is_dir() else None) == before  # untouched
+
+
+def test_make_play_without_a_run_names_the_variable():
+    proc = _play(make=True)
+    assert proc.returncode != 0 and "make play RUN=" in proc.stderr
