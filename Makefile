@@ -29,7 +29,7 @@ TRAIN_ARGS = $(call opt,--game,$(GAME)) $(call opt,--algo,$(ALGO)) $(call opt,--
              $(call opt,--config,$(CONFIG)) $(call opt,--logdir,$(LOGDIR)) $(call opt,--resume,$(RESUME)) \
              $(call opt,--cluster,$(CLUSTER)) $(ARGS)
 
-.PHONY: install install-cluster train test soak sweep report bench play clean-venv
+.PHONY: install install-cluster install-baselines train test soak sweep report bench play baseline-sb3 clean-venv
 
 install: $(STAMP)
 
@@ -40,6 +40,14 @@ install-cluster: $(CLUSTER_STAMP)
 $(CLUSTER_STAMP): requirements-cluster.txt $(STAMP)
 	$(PY) -m pip install --quiet -r requirements-cluster.txt
 	touch $(CLUSTER_STAMP)
+
+# Stable-Baselines3, for the side-by-side comparison only (baselines/sb3_a2c.py); nothing else imports it.
+BASELINES_STAMP := $(VENV)/.installed-baselines
+install-baselines: $(BASELINES_STAMP)
+
+$(BASELINES_STAMP): requirements-baselines.txt $(STAMP)
+	$(PY) -m pip install --quiet -r requirements-baselines.txt
+	touch $(BASELINES_STAMP)
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -73,6 +81,12 @@ bench: $(STAMP)
 # Watch a trained agent: EPISODES whole games from RUN's best.pt (else checkpoint.pt), scores and play.mp4.
 play: $(STAMP)
 	$(PY) -m hogwild_dqn.play $(or $(RUN),$(error give the run dir: make play RUN=runs/...)) --episodes $(EPISODES) $(ARGS)
+
+# SB3 A2C with rl-zoo's Atari hyperparameters, evaluated and summarized as our runs (README "Against SB3").
+SB3_GAME = $(or $(GAME),Breakout)
+baseline-sb3: $(BASELINES_STAMP)
+	$(PY) baselines/sb3_a2c.py --game $(SB3_GAME) --frames $(or $(FRAMES),10000000) --seed $(or $(SEED),1) \
+	  --run-dir $(or $(RUN_DIR),runs/sb3-a2c-$(SB3_GAME)-s$(or $(SEED),1)) $(ARGS)
 
 # Memory soak: a real Pong run for MINUTES; RSS of every process at minute 5 and at the end.
 soak: $(STAMP)

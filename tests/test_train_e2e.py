@@ -15,8 +15,8 @@ from tests.conftest import ROOT, read_summary, run_train
 def test_pong_run_dir_contents(tmp_path):
     run = tmp_path / "pong"
     proc = run_train("--game", "Pong", "--algo", "a3c", "--threads", 2, "--frames", 6000, "--eval-every", 3000,
-                     "--envs-per-worker", 1, "--eval-episodes", 1, "--max-episode-frames", 3000, "--log-every", 10, "--run-dir", run,
-                     timeout=600)
+                     "--envs-per-worker", 1, "--eval-episodes", 1, "--max-episode-frames", 3000, "--log-every", 10,
+                     "--run-dir", run, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     # the default preset for ALE games, named in the run's first line with the values that decide learning
     assert proc.stdout.splitlines()[0] == ("configs/atari.yaml: a3c on Pong, 2 workers x 1 game, rmsprop lr 0.0007 "

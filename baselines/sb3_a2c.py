@@ -1,0 +1,128 @@
+"""The alternative a user would pick: Stable-Baselines3 A2C on an Atari game, measured as our runs are.
+
+    pip install -r requirements-baselines.txt      (or: make install-baselines)
+    python baselines/sb3_a2c.py --game Breakout --frames 10000000 --seed 1 --run-dir runs/sb3-breakout
+
+rl-zoo's Atari hyperparameters for A2C (hyperparams/a2c.yml): SB3's AtariWrapper (no-op starts, frame skip 4,
+life-loss terminals, reward clipping, 84x84 grey; it also presses FIRE at reset, which ours does not),
+4 stacked frames, CnnPolicy, 16 envs in one process, ent_coef 0.01, vf_coef 0.25, RMSpropTFLike eps 1e-5, and
+SB3's defaults otherwise (lr 7e-4 constant, n_steps 5, gamma 0.99, max_grad_norm 0.5). `--frames` counts
+emulator frames (4 per env step) as our --frames does; the zoo's 1e7 timesteps are 4e7 frames.
+
+Evaluation as our evaluator's: every --eval-every frames, --eval-episodes whole games (no life-loss terminal,
+raw scores, no-op starts, the policy sampled) on an env seeded apart from training. The run dir gets a
+config.yaml and a summary.json in our format (rewritten at every evaluation, so a run cut short keeps its
+curve), which `make report` reads beside our runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import yaml
+
+FRAME_SKIP = 4
+EVAL_SEED_OFFSET = 10_000
+
+
+def parse(argv):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--game", default="Breakout", help="ALE game name (Breakout, Pong, ...)")
+    p.add_argument("--frames", type=int, default=10_000_000, help="emulator frames, all envs together")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--n-envs", type=int, default=16, help="rl-zoo: 16")
+    p.add_argument("--torch-threads", type=int, default=2, help="torch threads (2: the whole 2-core machine)")
+    p.add_argument("--eval-every", type=int, default=500_000, help="frames between evaluations")
+    p.add_argument("--eval-episodes", type=int, default=5)
+    p.add_argument("--run-dir", type=Path, required=True, help="a new or empty directory")
+    args = p.parse_args(argv)
+    if min(args.frames, args.n_envs, args.torch_threads, args.eval_every, args.eval_episodes) < 1:
+        p.error("--frames, --n-envs, --torch-threads, --eval-every and --eval-episodes must be positive")
+    if args.run_dir.exists() and (not args.run_dir.is_dir() or any(args.run_dir.iterdir())):
+        p.error(f"run dir {args.run_dir} already exists and is not empty")
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse(argv)
+    import ale_py
+    import gymnasium as gym
+    from stable_baselines3 import A2C
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.env_util import make_atari_env
+    from stable_baselines3.common.evaluation import evaluate_policy
+    from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
+    from stable_baselines3.common.vec_env import VecFrameStack
+
+    gym.register_envs(ale_py)
+    torch.set_num_threads(args.torch_threads)
+    env_id = f"{args.game}NoFrameskip-v4"  # no sticky actions, 108k-frame limit: as our AtariGame
+    run_dir = args.run_dir
+    run_dir.mkdir(parents=True, exist_ok=True)
+    config = {"game": args.game, "algo": "sb3_a2c", "threads": 1, "seed": args.seed, "frames": args.frames,
+              "n_envs": args.n_envs, "torch_threads": args.torch_threads, "env_id": env_id,
+              "eval_every": args.eval_every, "eval_episodes": args.eval_episodes,
+              "hyperparameters": "rl-zoo a2c.yml atari: ent_coef 0.01, vf_coef 0.25, RMSpropTFLike eps 1e-5"}
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+
+    env = VecFrameStack(make_atari_env(env_id, n_envs=args.n_envs, seed=args.seed), n_stack=4)
+    eval_env = VecFrameStack(make_atari_env(env_id, n_envs=1, seed=args.seed + EVAL_SEED_OFFSET,
+                                            wrapper_kwargs={"clip_reward": False, "terminal_on_life_loss": False}),
+                             n_stack=4)
+    model = A2C("CnnPolicy", env, ent_coef=0.01, vf_coef=0.25, seed=args.seed, device="cpu", verbose=0,
+                policy_kwargs={"optimizer_class": RMSpropTFLike, "optimizer_kwargs": {"eps": 1e-5}})
+    start, evals = time.time(), []
+
+    def write_summary(status: str, frames: int) -> None:
+        wall = time.time() - start
+        summary = {"game": args.game, "algo": "sb3_a2c", "threads": 1, "seed": args.seed, "status": status,
+                   "frames": frames, "wall_seconds": round(wall, 2),
+                   "frames_per_second": round(frames / max(wall, 1e-9), 1),
+                   "best_eval_return": max((e["mean_return"] for e in evals), default=None),
+                   "evaluator_device": "cpu", "evals": evals}
+        (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+
+    def evaluate(frames: int) -> None:
+        t0 = time.time()
+        returns, _ = evaluate_policy(model, eval_env, n_eval_episodes=args.eval_episodes, deterministic=False,
+                                     return_episode_rewards=True)
+        evals.append({"frames": frames, "wall_seconds": round(t0 - start, 2), "mean_return": float(np.mean(returns)),
+                      "std_return": float(np.std(returns)), "episodes": len(returns)})
+        print(f"{frames:,} frames, {t0 - start:.0f}s: eval mean {evals[-1]['mean_return']:g} "
+              f"± {evals[-1]['std_return']:.1f}", flush=True)
+        write_summary("running", frames)
+
+    class Every(BaseCallback):
+        def __init__(self):
+            super().__init__()
+            self.next = args.eval_every
+
+        def _on_step(self) -> bool:
+            frames = self.num_timesteps * FRAME_SKIP
+            if frames >= self.next:
+                evaluate(frames)
+                self.next = (frames // args.eval_every + 1) * args.eval_every
+            return True
+
+    status = "finished"
+    try:
+        model.learn(total_timesteps=args.frames // FRAME_SKIP, callback=Every())
+    except KeyboardInterrupt:
+        status = "interrupted"
+    frames = model.num_timesteps * FRAME_SKIP
+    if status == "finished" and (not evals or evals[-1]["frames"] != frames):
+        evaluate(frames)
+    write_summary(status, frames)
+    model.save(run_dir / "model.zip")
+    print(f"{status}: {frames} frames in {time.time() - start:.0f}s, run dir {run_dir}")
+    return 0 if status == "finished" else 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
