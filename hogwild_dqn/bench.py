@@ -23,7 +23,8 @@ from pathlib import Path
 import torch
 import torch.multiprocessing as mp
 
-from hogwild_dqn.config import ALGOS, Config
+from hogwild_dqn.algorithms import ALGORITHMS
+from hogwild_dqn.config import Config
 from hogwild_dqn.envs import env_spec
 from hogwild_dqn.processes import Child
 from hogwild_dqn.runner import new_shared_state
@@ -98,7 +99,7 @@ def table(cores: int, emu: float, results: list[dict], frame_skip: int) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m hogwild_dqn.bench", description=__doc__.splitlines()[0])
     p.add_argument("--game", default="Pong")
-    p.add_argument("--algos", nargs="+", default=list(ALGOS), choices=ALGOS)
+    p.add_argument("--algos", nargs="+", default=list(ALGORITHMS), choices=list(ALGORITHMS))
     p.add_argument("--threads", nargs="+", type=int, default=[1, 2], help="worker counts to measure")
     p.add_argument("--envs", nargs="+", type=int, default=[1],
                    help="games per worker to measure (--envs-per-worker of train.py)")

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from hogwild_dqn import metrics
+from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.checkpoint import atomic_save, checkpoint_state
 from hogwild_dqn.config import Config
 from hogwild_dqn.envs import EnvSpec, make_env
@@ -55,7 +56,7 @@ class ParameterHolder:
             self.net.load_state_dict(start["model"])
         self.flat = _flat(list(self.net.parameters())).numpy().copy()
         self.tnet, self.target = None, None
-        if cfg.algo != "a3c":
+        if ALGORITHMS[cfg.algo].target_network:
             self.tnet, self.target = network_for(cfg, spec), self.flat.copy()
             if start["target"] is not None:
                 self.tnet.load_state_dict(start["target"])

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import yaml
 
+from hogwild_dqn.algorithms import ALGORITHMS
+
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
-ALGOS = ("q1", "sarsa1", "nq", "a3c")
 OPTIMIZERS = ("rmsprop", "adam")
 
 
@@ -33,7 +34,7 @@ def _f(default, doc: str, kind: type | None = None):
 class Config:
     # what to train
     game: str = _f("Pong", "ALE game name (Pong, Breakout, ...) or any gymnasium id (CartPole-v1)")
-    algo: str = _f("a3c", "one of q1 (one-step Q), sarsa1 (one-step SARSA), nq (n-step Q), a3c")
+    algo: str = _f("a3c", "; ".join(f"{k}: {a.summary}" for k, a in ALGORITHMS.items()))
     threads: int | None = _f(None, "worker processes; empty (null) means one per CPU core", int)
     frames: int = _f(10_000_000, "total environment frames, all workers together")
     seed: int = _f(1, "base seed; worker i uses seed + i")
@@ -102,8 +103,8 @@ class Config:
                 what = "a positive integer" if integer else "a positive number"
                 raise ConfigError(f"--{_flag(name)} must be {what}, got {v!r}")
 
-        if self.algo not in ALGOS:
-            raise ConfigError(f"--algo {self.algo!r} is unknown; choose one of {', '.join(ALGOS)}")
+        if self.algo not in ALGORITHMS:
+            raise ConfigError(f"--algo {self.algo!r} is unknown; choose one of {', '.join(ALGORITHMS)}")
         if self.optimizer not in OPTIMIZERS:
             raise ConfigError(f"--optimizer {self.optimizer!r} is unknown; choose one of {', '.join(OPTIMIZERS)}")
         if self.threads is not None:

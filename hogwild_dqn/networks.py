@@ -7,6 +7,8 @@ import itertools
 import torch
 from torch import nn
 
+from hogwild_dqn.algorithms import ALGORITHMS
+
 
 class AtariTorso(nn.Module):
     """The paper's torso: 16 8x8 stride 4, 32 4x4 stride 2, FC 256; uint8 frames in, scaled to [0, 1].
@@ -84,7 +86,7 @@ class ActorCritic(nn.Module):
 
 def network_for(cfg, spec) -> nn.Module:
     """The network of a run's config and env spec (every process builds the same one)."""
-    return build_network(spec.obs_shape, spec.n_actions, cfg.algo == "a3c", cfg.hidden, cfg.mlp_layers,
+    return build_network(spec.obs_shape, spec.n_actions, ALGORITHMS[cfg.algo].actor_critic, cfg.hidden, cfg.mlp_layers,
                          cfg.obs_standardize)
 
 

@@ -7,13 +7,15 @@ import dataclasses
 import math
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import torch
 
+from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.checkpoint import read_checkpoint
 from hogwild_dqn.config import FIELDS, Config, ConfigError
-from hogwild_dqn.networks import build_network
+from hogwild_dqn.networks import network_for
 
 EVAL_SEED_OFFSET = 10_000  # evaluation games never share seeds with the workers'
 
@@ -24,7 +26,7 @@ class Policy:
     def __init__(self, net: torch.nn.Module, cfg: Config, device: torch.device | str = "cpu", seed: int = 0):
         self.cfg, self.device = cfg, torch.device(device)
         self.net = net.to(self.device).eval()
-        self.actor_critic = cfg.algo == "a3c"
+        self.actor_critic = ALGORITHMS[cfg.algo].actor_critic
         self.seed(seed)
         self.source, self.frames, self.best_eval_return = None, 0, -math.inf  # set by load_policy
 
@@ -77,8 +79,8 @@ def load_policy(run_dir: str | Path, device: str = "cpu", seed: int = 0) -> Poli
     if not isinstance(saved, dict) or "obs_shape" not in ckpt or "n_actions" not in ckpt:
         raise ConfigError(f"checkpoint {path} is not a hogwild_dqn checkpoint (no config or env shapes)")
     cfg = dataclasses.replace(Config(), **{k: v for k, v in saved.items() if k in FIELDS})
-    net = build_network(tuple(ckpt["obs_shape"]), int(ckpt["n_actions"]), cfg.algo == "a3c", cfg.hidden,
-                        cfg.mlp_layers, cfg.obs_standardize)
+    spec = SimpleNamespace(obs_shape=tuple(ckpt["obs_shape"]), n_actions=int(ckpt["n_actions"]))
+    net = network_for(cfg, spec)
     try:
         net.load_state_dict(ckpt["model"])
     except (RuntimeError, KeyError, TypeError) as e:

@@ -14,6 +14,7 @@ import torch
 import torch.multiprocessing as mp
 
 from hogwild_dqn import config, metrics
+from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.checkpoint import atomic_save, resume_point
 from hogwild_dqn.config import Config, ConfigError
 from hogwild_dqn.envs import env_spec
@@ -66,9 +67,8 @@ def prepare_run_dir(cfg: Config, threads: int, resume: str | None) -> Path:
 
 def new_shared_state(cfg: Config, spec, threads: int, extra_frame_slots: int = 0) -> SharedState:
     """The network (and target network for the Q methods) and the optimizer of cfg, in shared memory."""
-    actor_critic = cfg.algo == "a3c"
     net = lambda: network_for(cfg, spec)  # noqa: E731
-    return build_shared(net(), None if actor_critic else net(), cfg.optimizer, threads=threads,
+    return build_shared(net(), net() if ALGORITHMS[cfg.algo].target_network else None, cfg.optimizer, threads=threads,
                         rms_alpha=cfg.rms_alpha, rms_eps=cfg.rms_eps, adam_betas=cfg.adam_betas,
                         adam_eps=cfg.adam_eps, extra_frame_slots=extra_frame_slots)
 

@@ -10,7 +10,8 @@ import numpy as np
 import torch
 
 from hogwild_dqn import metrics
-from hogwild_dqn.algorithms import LOSSES, Segment
+from hogwild_dqn.algorithms import ALGORITHMS
+from hogwild_dqn.algorithms.returns import Segment
 from hogwild_dqn.config import Config
 from hogwild_dqn.envs import EnvSpec, make_env
 from hogwild_dqn.exploration import draw_final_epsilon, epsilon, learning_rate
@@ -63,8 +64,8 @@ def run_worker(rank: int, seed: int, cfg: Config, spec: EnvSpec, shared: SharedS
     """The worker loop; runs inline too (tests, debuggers)."""
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
-    actor_critic = cfg.algo == "a3c"
-    loss_fn = LOSSES[cfg.algo]
+    algo = ALGORITHMS[cfg.algo]
+    actor_critic, loss_fn = algo.actor_critic, algo.loss
     hp = {"gamma": cfg.gamma, "entropy_beta": cfg.entropy_beta, "value_coef": cfg.value_coef}
     if math.isnan(shared.worker_eps[rank]):  # drawn once per rank; a restarted or resumed worker keeps it
         shared.worker_eps[rank] = draw_final_epsilon(rng, cfg.eps_finals, cfg.eps_probs)
@@ -116,10 +117,10 @@ def run_worker(rank: int, seed: int, cfg: Config, spec: EnvSpec, shared: SharedS
                 if t + 1 < T and live:  # the action in the segment's last state is chosen after the next sync
                     actions[live, t + 1] = torch.tensor(act_many(local, obs_buf[live, t + 1], eps, actor_critic, rng))
             ended = [k not in live for k in range(E)]  # a game leaves `live` exactly when its episode ends
-            if cfg.algo == "sarsa1":  # a' in each last next state, chosen before the update
+            if algo.next_action:  # a' in each last next state, chosen before the update
                 last = obs_buf[range(E), n]
                 actions[range(E), n] = torch.tensor(act_many(local, last, eps, actor_critic, rng))
-            carry = [cfg.algo == "sarsa1" and not e for e in ended]
+            carry = [algo.next_action and not e for e in ended]
 
             # --- learn: one batched forward over all segments, the mean of their losses into the shared model
             loss, info_m = segment_loss(local, shared.target, loss_fn, hp, obs_buf, actions, rewards, terminated,

@@ -1,11 +1,16 @@
 """Return and loss maths against values worked out by hand (gamma 0.5 or 0.9 keeps them exact)."""
 
 import math
+import subprocess
+import sys
 
 import pytest
 import torch
 
-from hogwild_dqn.algorithms import Segment, a3c_loss, n_step_returns, nq_loss, one_step_targets, q1_loss, sarsa1_loss
+from hogwild_dqn.algorithms.a3c import a3c_loss
+from hogwild_dqn.algorithms.q_learning import nq_loss, q1_loss, sarsa1_loss
+from hogwild_dqn.algorithms.returns import Segment, n_step_returns, one_step_targets
+from tests.conftest import ROOT
 
 F, T_ = False, True
 
@@ -87,3 +92,12 @@ def test_a3c_loss_by_hand(terminated, returns):
     loss.backward()
     # dL/dV(s_t) = -2 * 0.5 * adv_t; the bootstrap V(s_2) is a constant
     assert values.grad.tolist() == pytest.approx([-adv[0], -adv[1], 0.0])
+
+
+def test_every_algorithm_row_names_a_loss_and_config_stays_torch_free():
+    from hogwild_dqn.algorithms import ALGORITHMS
+
+    for name, algo in ALGORITHMS.items():
+        assert callable(algo.loss) and algo.loss.__name__ == f"{name}_loss"
+    code = "import sys, hogwild_dqn.config; sys.exit('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=False).returncode == 0

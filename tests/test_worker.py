@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from hogwild_dqn.algorithms import LOSSES, Segment
+from hogwild_dqn.algorithms import ALGORITHMS
+from hogwild_dqn.algorithms.returns import Segment
 from hogwild_dqn.networks import build_network
 from hogwild_dqn.shared import NonFinite
 from hogwild_dqn.worker import act_many, segment_loss
@@ -82,7 +83,7 @@ def test_segment_loss_is_the_mean_of_each_games_loss(algo):
     terminated[1, 1] = True
     truncated = torch.zeros(E, T, dtype=torch.bool)
     hp = {"gamma": 0.9, "entropy_beta": 0.01, "value_coef": 0.5}
-    loss, info = segment_loss(net, target, LOSSES[algo], hp, obs, actions, rewards, terminated, truncated, n)
+    loss, info = segment_loss(net, target, ALGORITHMS[algo].loss, hp, obs, actions, rewards, terminated, truncated, n)
     loss.backward()
     batched = [p.grad.clone() for p in net.parameters()]
 
@@ -92,7 +93,7 @@ def test_segment_loss_is_the_mean_of_each_games_loss(algo):
         m = n[k]
         seg = Segment(actions[k, :m], rewards[k, :m], terminated[k, :m], truncated[k, :m], actions[k, 1:m + 1])
         tq = None if target is None else target(obs[k, 1:m + 1]).detach()
-        loss_k, info_k = LOSSES[algo](net(obs[k, :m + 1]), tq, seg, **hp)
+        loss_k, info_k = ALGORITHMS[algo].loss(net(obs[k, :m + 1]), tq, seg, **hp)
         want, infos = want + loss_k / E, infos + [info_k]
     want.backward()
     assert loss.item() == pytest.approx(want.item(), rel=1e-5)

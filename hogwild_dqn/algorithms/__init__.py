@@ -1,9 +1,41 @@
-"""Pure losses: (network outputs, segment tensors, hyperparameters) -> (loss, metrics)."""
+"""The algorithms: one row each in ALGORITHMS says what it needs; its pure loss lives in its own module.
 
-from hogwild_dqn.algorithms.a3c import a3c_loss
-from hogwild_dqn.algorithms.q_learning import nq_loss, q1_loss, sarsa1_loss
-from hogwild_dqn.algorithms.returns import Segment, n_step_returns, one_step_targets
+The rest of the trainer asks this table (which network, a target network or not, ...) and never tests an
+algorithm's name. Adding an algorithm: its loss module, one row here, tests. The table is torch-free, so that
+config.py can check --algo before torch is loaded; a loss is imported on first use.
+"""
 
-LOSSES = {"q1": q1_loss, "sarsa1": sarsa1_loss, "nq": nq_loss, "a3c": a3c_loss}
+from __future__ import annotations
 
-__all__ = ["LOSSES", "Segment", "n_step_returns", "one_step_targets", "a3c_loss", "nq_loss", "q1_loss", "sarsa1_loss"]
+import importlib
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """What an algorithm needs from the trainer."""
+    loss_path: str                 # "module:function" of its pure loss: (outputs, target_q_next, segment, **hp)
+    summary: str                   # one line for --help and the README
+    actor_critic: bool             # network: (policy logits, state value); else one Q-value per action
+    target_network: bool           # bootstraps from a shared target network copied every --target-update frames
+    next_action: bool = False      # its target uses the action taken next, chosen before the update (SARSA)
+    replay: bool = False           # learns from a replay memory
+    recurrent: bool = False        # carries a recurrent state across steps
+    action_spaces: tuple = ("Discrete",)
+
+    @property
+    def loss(self):
+        module, name = self.loss_path.split(":")
+        return getattr(importlib.import_module(module), name)
+
+
+ALGORITHMS = {
+    "q1": Algorithm("hogwild_dqn.algorithms.q_learning:q1_loss", "one-step Q-learning (Algorithm S1)",
+                    actor_critic=False, target_network=True),
+    "sarsa1": Algorithm("hogwild_dqn.algorithms.q_learning:sarsa1_loss", "one-step SARSA",
+                        actor_critic=False, target_network=True, next_action=True),
+    "nq": Algorithm("hogwild_dqn.algorithms.q_learning:nq_loss", "n-step Q-learning (Algorithm S2)",
+                    actor_critic=False, target_network=True),
+    "a3c": Algorithm("hogwild_dqn.algorithms.a3c:a3c_loss", "advantage actor-critic (Algorithm S3)",
+                     actor_critic=True, target_network=False),
+}
