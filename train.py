@@ -1,4 +1,6 @@
-"""Entry point: parse the config, run the trainer. Bad input is one line on stderr and exit code 2."""
+"""Entry point: parse the config, then run on this machine (runner) or on a Ray cluster (cluster).
+
+Bad input is one line on stderr and exit code 2."""
 
 import sys
 
@@ -9,8 +11,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cfg, resume, source = load(argv)
         print(start_line(cfg, source), flush=True)
-        from hogwild_dqn.runner import run  # heavy imports only once the command line is good
-
+        # heavy imports only once the command line is good; Ray only for a cluster run
+        if cfg.cluster:
+            from hogwild_dqn.cluster import run_cluster as run
+        else:
+            from hogwild_dqn.runner import run
         return run(cfg, resume)
     except ConfigError as e:
         print(f"train.py: error: {e}", file=sys.stderr)

@@ -27,8 +27,7 @@ from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.config import Config
 from hogwild_dqn.envs import env_spec
 from hogwild_dqn.processes import Child
-from hogwild_dqn.runner import new_shared_state
-from hogwild_dqn.shared import STOP
+from hogwild_dqn.shared import STOP, new_shared_state
 from hogwild_dqn.worker import worker_process
 
 

@@ -33,7 +33,7 @@ from hogwild_dqn.cluster_actors import SYNC_TIMEOUT, Evaluator, NodePool, Parame
 from hogwild_dqn.config import Config, ConfigError
 from hogwild_dqn.envs import env_spec
 from hogwild_dqn.processes import Stopped, handle_stop_signals
-from hogwild_dqn.runner import prepare_run_dir
+from hogwild_dqn.rundir import prepare_run_dir
 
 REJOIN_SCAN_SECONDS = 2  # how often the driver looks for machines that joined or came back
 NO_MACHINE_SECONDS = 120  # with no machine left this long, the run stops
@@ -95,7 +95,7 @@ def _say(run_dir: Path, line: str) -> None:
 
 
 def run_cluster(cfg: Config, resume: str | None) -> int:
-    """The driver of a cluster run; returns the exit status like runner.run."""
+    """The driver of a cluster run; returns the exit status as runner.run does."""
     ray = _connect(cfg.cluster)
     from ray.exceptions import GetTimeoutError, RayActorError, RayError
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy

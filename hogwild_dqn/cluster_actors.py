@@ -22,8 +22,8 @@ from hogwild_dqn.envs import EnvSpec, make_env
 from hogwild_dqn.networks import network_for
 from hogwild_dqn.policy import EVAL_SEED_OFFSET, Policy, play_episode
 from hogwild_dqn.processes import Processes
-from hogwild_dqn.runner import make_summary, new_shared_state
-from hogwild_dqn.shared import STOP, all_finite
+from hogwild_dqn.rundir import make_summary
+from hogwild_dqn.shared import STOP, all_finite, new_shared_state
 
 NEVER = 2**62            # a machine's workers never copy the target network: the holder's copy is pushed to them
 SYNC_TIMEOUT = 60        # an exchange unanswered this long: the holder is treated as gone

@@ -7,78 +7,23 @@ import math
 import os
 import sys
 import time
-from datetime import datetime
 from pathlib import Path
 
 import torch
 import torch.multiprocessing as mp
 
 from hogwild_dqn import config, metrics
-from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.checkpoint import atomic_save, resume_point
 from hogwild_dqn.config import Config, ConfigError
 from hogwild_dqn.envs import env_spec
 from hogwild_dqn.evaluator import snapshot
-from hogwild_dqn.networks import network_for
 from hogwild_dqn.processes import Processes, watch
-from hogwild_dqn.shared import SharedState, all_finite, build_shared
-
-
-def new_run_dir(cfg: Config, threads: int) -> Path:
-    """<logdir>/<game>-<algo>-t<threads>-s<seed>-<timestamp>, with a suffix if that name is taken."""
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    base = f"{cfg.game.replace('/', '_')}-{cfg.algo}-t{threads}-s{cfg.seed}-{stamp}"
-    root = Path(cfg.logdir)
-    for i in range(1, 1000):
-        path = root / (base if i == 1 else f"{base}-{i}")
-        try:
-            path.mkdir(parents=True)
-            return path
-        except FileExistsError:
-            continue
-        except OSError as e:
-            raise ConfigError(f"cannot create run dir {path}: {e.strerror}") from None
-    raise ConfigError(f"too many runs named {base} under {root}")
-
-
-def prepare_run_dir(cfg: Config, threads: int, resume: str | None) -> Path:
-    """A new run never writes into an existing run dir; --resume requires one."""
-    if resume is not None:
-        path = Path(resume)
-        if not (path / "checkpoint.pt").is_file():
-            raise ConfigError(f"cannot resume {path}: {path / 'checkpoint.pt'} does not exist")
-        for stale in path.glob(".*.tmp"):  # a write that was killed half-way; the real file is intact
-            stale.unlink()
-        return path
-    if not cfg.run_dir:
-        return new_run_dir(cfg, threads)
-    path = Path(cfg.run_dir)
-    if path.exists() and (not path.is_dir() or any(path.iterdir())):
-        raise ConfigError(f"run dir {path} already exists; pass --resume {path} to continue it, "
-                          "or choose another --run-dir")
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        (path / ".write-test").touch()
-        (path / ".write-test").unlink()
-    except OSError as e:
-        raise ConfigError(f"run dir {path} is not writable: {e.strerror}") from None
-    return path
-
-
-def new_shared_state(cfg: Config, spec, threads: int, extra_frame_slots: int = 0) -> SharedState:
-    """The network (and target network for the Q methods) and the optimizer of cfg, in shared memory."""
-    net = lambda: network_for(cfg, spec)  # noqa: E731
-    return build_shared(net(), net() if ALGORITHMS[cfg.algo].target_network else None, cfg.optimizer, threads=threads,
-                        rms_alpha=cfg.rms_alpha, rms_eps=cfg.rms_eps, adam_betas=cfg.adam_betas,
-                        adam_eps=cfg.adam_eps, extra_frame_slots=extra_frame_slots)
+from hogwild_dqn.rundir import make_summary, prepare_run_dir
+from hogwild_dqn.shared import all_finite, new_shared_state
 
 
 def run(cfg: Config, resume: str | None = None) -> int:
     """Train; return the process exit status (0 finished, 1 a process failed, 130/143 interrupted)."""
-    if cfg.cluster:  # only then is Ray imported at all
-        from hogwild_dqn.cluster import run_cluster
-
-        return run_cluster(cfg, resume)
     spec = env_spec(cfg)
     threads = cfg.resolved_threads()
     run_dir = prepare_run_dir(cfg, threads, resume)
@@ -121,20 +66,6 @@ def run(cfg: Config, resume: str | None = None) -> int:
     print(f"{reason}: {frames} frames in {wall:.0f}s ({summary['frames_per_second']:.0f} frames/s), "
           f"best eval {summary['best_eval_return']}, run dir {run_dir}")
     return status
-
-
-def make_summary(cfg: Config, threads: int, reason: str, frames: int, wall: float, prior: dict, evals: list,
-                 best: float) -> dict:
-    """summary.json: totals over every session of the run, and every evaluation."""
-    return {
-        "game": cfg.game, "algo": cfg.algo, "threads": threads, "seed": cfg.seed, "status": reason,
-        "frames": frames, "wall_seconds": round(prior["wall_seconds"] + wall, 2),
-        "frames_per_second": round((frames - prior["frames"]) / max(wall, 1e-9), 1),  # this session's
-        "best_eval_return": best if evals else None,
-        "evaluator_device": next((e["device"] for e in reversed(evals) if "device" in e), prior["device"]),
-        "evals": [{k: e[k] for k in ("frames", "wall_seconds", "mean_return", "std_return", "episodes")}
-                  for e in evals],
-    }
 
 
 def restore(shared, run_dir: Path, cfg: Config) -> dict:

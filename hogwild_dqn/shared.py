@@ -35,6 +35,10 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from hogwild_dqn.algorithms import ALGORITHMS
+from hogwild_dqn.config import Config
+from hogwild_dqn.networks import network_for
+
 NONFINITE_EXIT = 3  # exit status of a process that met NaN/Inf
 
 
@@ -207,3 +211,12 @@ def maybe_sync_target(shared: SharedState, frames: int, target_update: int) -> b
         tp.copy_(p)
     shared.target_epoch[0] += 1  # one copy per interval; an interval missed while worker 0 restarted follows
     return True
+
+
+def new_shared_state(cfg: Config, spec, threads: int, extra_frame_slots: int = 0) -> SharedState:
+    """The network (and target network for the Q methods) and the optimizer of cfg, in shared memory."""
+    net = lambda: network_for(cfg, spec)  # noqa: E731
+    target = net() if ALGORITHMS[cfg.algo].target_network else None
+    return build_shared(net(), target, cfg.optimizer, threads=threads, rms_alpha=cfg.rms_alpha,
+                        rms_eps=cfg.rms_eps, adam_betas=cfg.adam_betas, adam_eps=cfg.adam_eps,
+                        extra_frame_slots=extra_frame_slots)
