@@ -43,6 +43,8 @@ class Run:
     status: str                      # "finished", another final status, or "unfinished (no summary.json)"
     frames_per_second: float | None
     evals: list = field(default_factory=list)  # [{frames, wall_seconds, mean_return}, ...]
+    frames: int | None = None        # global frames and wall seconds at the end (or the last evaluation)
+    wall_seconds: float | None = None
 
 
 def complete(r: Run) -> bool:
@@ -60,9 +62,11 @@ def read_run(path: Path) -> Run | None:
     if summary_file.is_file():
         s = json.loads(summary_file.read_text())
         return Run(path, s["game"], s["algo"], s["threads"], s["seed"], s["status"], s["frames_per_second"],
-                   s["evals"])
+                   s["evals"], s.get("frames"), s.get("wall_seconds"))
+    evals = evals_from_events(path)
+    last = evals[-1] if evals else {}
     return Run(path, cfg.get("game", "?"), cfg.get("algo", "?"), cfg.get("threads") or 0, cfg.get("seed", 0),
-               "unfinished (no summary.json)", None, evals_from_events(path))
+               "unfinished (no summary.json)", None, evals, last.get("frames"), last.get("wall_seconds"))
 
 
 def evals_from_events(path: Path) -> list[dict]:
@@ -190,11 +194,15 @@ def write_report(logdir: Path, score: float | None) -> Path:
     lines += ["", "![frames per second](fps.png)", "", "## Learning curves", "",
               "![eval return against frames](curves_frames.png)", "",
               "![eval return against wall time](curves_wall.png)", "", "## Runs", "",
-              "| run | algo | threads | seed | status | evals | best |", "| --- | --- | --- | --- | --- | --- | --- |"]
+              "| run | algo | threads | seed | status | evals | best | final | frames | wall minutes | frames/s "
+              "| game |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in runs:
         best = max((e["mean_return"] for e in r.evals), default=None)
+        final = r.evals[-1]["mean_return"] if r.evals else None
+        minutes = None if r.wall_seconds is None else r.wall_seconds / 60
         lines.append(f"| {r.path.relative_to(logdir)} | {r.algo} | {r.threads} | {r.seed} | {r.status} | "
-                     f"{len(r.evals)} | {fmt(best)} |")
+                     f"{len(r.evals)} | {fmt(best)} | {fmt(final)} | {fmt(r.frames, ',')} | {fmt(minutes)} | "
+                     f"{fmt(r.frames_per_second, ',.0f')} | {r.game} |")
     out = logdir / "report.md"
     out.write_text("\n".join(lines) + "\n")
     return out
