@@ -27,6 +27,7 @@ from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.config import Config
 from hogwild_dqn.envs import env_spec
 from hogwild_dqn.processes import Child
+from hogwild_dqn.rundir import Run
 from hogwild_dqn.shared import STOP, new_shared_state
 from hogwild_dqn.worker import worker_process
 
@@ -54,8 +55,8 @@ def workers_fps(cfg: Config, threads: int, warmup: float, seconds: float) -> flo
     shared = new_shared_state(cfg, spec, threads)
     ctx = mp.get_context("spawn")
     with tempfile.TemporaryDirectory() as run_dir:
-        kids = [Child(ctx, f"worker{r}", worker_process, (r, cfg.seed + r, cfg, spec, shared, run_dir))
-                for r in range(threads)]
+        run = Run(cfg, spec, Path(run_dir), threads)
+        kids = [Child(ctx, f"worker{r}", worker_process, (r, cfg.seed + r, run, shared)) for r in range(threads)]
         try:
             while shared.frames() == 0 and all(k.proc.is_alive() for k in kids):
                 time.sleep(0.05)  # every process imported torch and built its env

@@ -28,17 +28,19 @@ def atomic_save(obj, path: Path) -> None:
         raise
 
 
-def checkpoint_state(model, target, cfg, spec, *, frames: int, best: float, optimizer: dict | None = None,
-                     target_epoch: int = 0, worker_eps=None, worker_seed=None) -> dict:
+def checkpoint_state(model, target, cfg, spec, progress: dict) -> dict:
     """The one checkpoint format (single machine and cluster): copies, never live views, of the networks, and
-    what a resume needs. A cluster checkpoint has no optimizer state and no per-worker exploration state."""
+    what a resume needs. `progress`: frames and best (the best evaluation mean), and where there are such
+    things optimizer (its state dict), target_epoch, worker_eps and worker_seed (tensors). A cluster
+    checkpoint has no optimizer state and no per-worker exploration state."""
+    worker_eps, worker_seed = progress.get("worker_eps"), progress.get("worker_seed")
     return {
         "model": {k: v.detach().clone() for k, v in model.state_dict().items()},
         "target": None if target is None else {k: v.detach().clone() for k, v in target.state_dict().items()},
-        "optimizer": optimizer, "target_epoch": target_epoch,
+        "optimizer": progress.get("optimizer"), "target_epoch": progress.get("target_epoch", 0),
         "worker_eps": torch.zeros(0) if worker_eps is None else worker_eps.clone(),
         "worker_seed": torch.zeros(0, dtype=torch.int64) if worker_seed is None else worker_seed.clone(),
-        "frames": frames, "best_eval_return": best, "game": cfg.game, "algo": cfg.algo,
+        "frames": progress["frames"], "best_eval_return": progress["best"], "game": cfg.game, "algo": cfg.algo,
         "obs_shape": list(spec.obs_shape), "n_actions": spec.n_actions, "config": cfg.to_dict(),
     }
 

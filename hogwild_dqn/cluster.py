@@ -9,9 +9,12 @@ The only modules that import Ray (this one and cluster_actors.py, where the acto
   the local weights since its last exchange, gets the global weights back and rebases the local ones on them.
   Exchanges are Downpour-style and asynchronous: no machine waits for another, and the workers never wait
   for an exchange. Optimizer statistics stay on each machine (they describe that machine's gradients).
-- Evaluator (a Ray actor, on a GPU node if there is one): plays evaluation games from the global weights.
-- run_cluster (the driver, on the head): starts them, starts a pool on every machine that joins or comes
-  back, logs machines that are lost, and ends the run when the global frames are done or the holder is gone.
+- Evaluator (a Ray actor, on a GPU node if there is one): plays evaluation games from the global weights,
+  and one more game as a GIF at a new best.
+- Driver (run_cluster, on the head): starts them, starts a pool on every machine that joins or comes back,
+  logs machines that are lost, asks for evaluations, and ends the run when the global frames are done, an
+  evaluation reaches --stop-return, or the holder is gone. Evaluation itself is evaluation.py's, as on one
+  machine; the progress line and stop signals are console.py's.
 """
 
 from __future__ import annotations
@@ -19,7 +22,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import signal
 import socket
 import sys
 import time
@@ -31,8 +33,9 @@ from hogwild_dqn import config
 from hogwild_dqn.checkpoint import resume_point
 from hogwild_dqn.cluster_actors import SYNC_TIMEOUT, Evaluator, NodePool, ParameterHolder
 from hogwild_dqn.config import Config, ConfigError
+from hogwild_dqn.console import Console
 from hogwild_dqn.envs import env_spec
-from hogwild_dqn.processes import Stopped, handle_stop_signals
+from hogwild_dqn.evaluation import next_point, points_skipped, stop_reason
 from hogwild_dqn.rundir import prepare_run_dir
 
 REJOIN_SCAN_SECONDS = 2  # how often the driver looks for machines that joined or came back
@@ -97,155 +100,177 @@ def _say(run_dir: Path, line: str) -> None:
 def run_cluster(cfg: Config, resume: str | None) -> int:
     """The driver of a cluster run; returns the exit status as runner.run does."""
     ray = _connect(cfg.cluster)
-    from ray.exceptions import GetTimeoutError, RayActorError, RayError
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
     spec = env_spec(cfg)
     run_dir = prepare_run_dir(cfg, cfg.threads or 0, resume)
     start = _start_values(cfg, run_dir, resume)
     config.save(cfg, run_dir / "config.yaml")
-    on = lambda node_id: NodeAffinitySchedulingStrategy(node_id, soft=False)  # noqa: E731
-    holder = ray.remote(ParameterHolder).options(num_cpus=0, resources={HEAD: 0.01}).remote(cfg, spec, str(run_dir),
-                                                                                           start)
-    # the evaluator goes to a GPU machine if there is one, else to the head (which outlives the others)
-    where = {"num_gpus": 1} if ray.cluster_resources().get("GPU", 0) >= 1 else {"resources": {HEAD: 0.01}}
-    new_evaluator = lambda: ray.remote(Evaluator).options(num_cpus=0, **where).remote(cfg, spec)  # noqa: E731
-    evaluator = new_evaluator()
-    Pool = ray.remote(NodePool)
-
-    pools, failures, names = {}, {}, {}  # node id -> (actor, run ref) / failures so far / name
-    pools_started = []
-    frames, next_eval = start["frames"], (start["frames"] // cfg.eval_every + 1) * cfg.eval_every
-    pending_eval, last_scan, alone_since = None, 0.0, None  # pending_eval: (result ref, weights ref)
-    status, reason, holder_gone = 0, "finished", False
-
-    def scan() -> None:
-        """Give a pool to every live machine with CPUs that has none (new, or back after a loss)."""
-        for n in ray.nodes():
-            nid, cpus = n["NodeID"], int(n["Resources"].get("CPU", 0))
-            if not n["Alive"] or cpus < 1 or nid in pools or failures.get(nid, 0) >= POOL_FAILURES:
-                continue
-            threads = min(cfg.threads or cpus, cpus)
-            name = names.setdefault(nid, f"node{len(names)}-{n['NodeManagerAddress']}")
-            # every machine (and every return of one) plays its own games: its workers' seeds are shifted
-            seeded = dataclasses.replace(cfg, seed=cfg.seed + MACHINE_SEED_STRIDE * len(pools_started))
-            pools_started.append(nid)
-            actor = Pool.options(num_cpus=threads, scheduling_strategy=on(nid)).remote(seeded, spec, name, threads,
-                                                                                       holder)
-            pools[nid] = (actor, actor.run.remote())
-            _say(run_dir, f"{name} joined with {threads} workers")
-
-    handle_stop_signals()
-    bar = tqdm(total=cfg.frames, initial=frames, unit="frame", unit_scale=True, dynamic_ncols=True,
-               desc=f"{cfg.game} {cfg.algo} on Ray", disable=not cfg.progress,
-               mininterval=0.5 if sys.stderr.isatty() else 30)
+    driver = Driver(ray, cfg, spec, run_dir, start)
     try:
-        while status == 0:
-            now = time.time()
-            if frames < cfg.frames and now - last_scan >= REJOIN_SCAN_SECONDS:
-                scan()
-                last_scan = now
-            for nid in [nid for nid, (_, ref) in pools.items() if ray.wait([ref], timeout=0)[0]]:
-                _, ref = pools.pop(nid)
-                try:
-                    ray.get(ref)
-                except RayError as e:
-                    why = _last_line(e)
-                    if "non-finite" in why:  # broken weights reached the holder: stop, keep the last checkpoint
-                        status, reason = 1, f"{names[nid]}: {why}"
-                        break
-                    lost = isinstance(e, RayActorError)  # the machine (or its link) went away
-                    # a lost machine comes back as a new Ray node; a failed pool may be retried where it is
-                    failures[nid] = POOL_FAILURES if lost else failures.get(nid, 0) + 1
-                    kind = "lost" if lost else "failed"
-                    _say(run_dir, f"{names[nid]} {kind} ({why}); the other machines keep training")
-            st = ray.get(holder.status.remote(), timeout=SYNC_TIMEOUT)
-            frames = st["frames"]
-            bar.update(min(frames, cfg.frames) - bar.n)
-            if st["last_eval"]:
-                bar.set_postfix_str(f"eval {st['last_eval']['mean_return']:.1f}", refresh=False)
-            if pending_eval is not None and ray.wait([pending_eval[0]], timeout=0)[0]:
-                if not _record_eval(ray, holder, pending_eval, run_dir):
-                    evaluator = new_evaluator()
-                pending_eval = None
-            if pending_eval is None and next_eval <= frames < cfg.frames:
-                weights = holder.weights.remote()
-                pending_eval = (evaluator.evaluate.remote(weights, frames), weights)
-                next_eval = (frames // cfg.eval_every + 1) * cfg.eval_every
-            if frames >= cfg.frames and not pools:
-                break
-            alone_since = (alone_since or now) if not pools else None
-            if alone_since and now - alone_since > NO_MACHINE_SECONDS:
-                status, reason = 1, f"no machine has trained for {NO_MACHINE_SECONDS} s"
-            time.sleep(0.25)
-    except KeyboardInterrupt:
-        status, reason = 130, "interrupted (SIGINT)"
-    except Stopped:
-        status, reason = 143, "terminated (SIGTERM)"
-    except (RayActorError, GetTimeoutError) as e:
-        status, holder_gone = 1, True
-        reason = (f"the parameter holder is gone ({_last_line(e)}); the run stops; its last checkpoint is "
-                  f"{run_dir / 'checkpoint.pt'}: continue with --resume {run_dir}")
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        bar.close()
-    try:
-        return _finish(ray, run_dir, holder, evaluator, new_evaluator, pools, names, pending_eval, status, reason,
-                       holder_gone)
+        with Console(cfg, start["frames"], f"{cfg.game} {cfg.algo} on Ray") as console:
+            console.status = driver.loop(console)
+        return driver.finish(*console.status)
     finally:
         ray.shutdown()
 
 
-def _record_eval(ray, holder, pending_eval: tuple, run_dir: Path) -> bool:
-    """Hand a finished evaluation to the holder; False if the evaluator failed (it is then replaced)."""
-    from ray.exceptions import RayError
+class Driver:
+    """Starts the holder, the evaluator and a pool per machine; asks for evaluations at the evaluation points;
+    ends the run when the frames are done, an evaluation reaches --stop-return, the holder is gone or a signal
+    arrives."""
 
-    try:
-        result = ray.get(pending_eval[0])
-    except RayError as e:  # the evaluator's machine was lost, or the evaluation failed: training goes on
-        _say(run_dir, f"an evaluation failed ({_last_line(e)}); starting another evaluator")
-        return False
-    ray.get(holder.add_eval.remote(result, pending_eval[1]), timeout=SYNC_TIMEOUT)
-    return True
+    def __init__(self, ray, cfg: Config, spec, run_dir: Path, start: dict):
+        self.ray, self.cfg, self.spec, self.run_dir = ray, cfg, spec, run_dir
+        self.holder = ray.remote(ParameterHolder).options(num_cpus=0, resources={HEAD: 0.01}).remote(
+            cfg, spec, str(run_dir), start)
+        # the evaluator goes to a GPU machine if there is one, else to the head (which outlives the others)
+        self.where = {"num_gpus": 1} if ray.cluster_resources().get("GPU", 0) >= 1 else {"resources": {HEAD: 0.01}}
+        self.evaluator = self.new_evaluator()
+        self.pools, self.failures, self.names = {}, {}, {}  # node id -> (actor, run ref) / failures / name
+        self.pools_started = []
+        self.frames, self.next_eval = start["frames"], next_point(start["frames"], cfg.eval_every)
+        self.pending_eval = None  # (result ref, weights ref, frames)
+        self.holder_gone = False
+
+    def new_evaluator(self):
+        return self.ray.remote(Evaluator).options(num_cpus=0, **self.where).remote(self.cfg, self.spec)
+
+    def scan(self) -> None:
+        """Give a pool to every live machine with CPUs that has none (new, or back after a loss)."""
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        for n in self.ray.nodes():
+            nid, cpus = n["NodeID"], int(n["Resources"].get("CPU", 0))
+            if not n["Alive"] or cpus < 1 or nid in self.pools or self.failures.get(nid, 0) >= POOL_FAILURES:
+                continue
+            threads = min(self.cfg.threads or cpus, cpus)
+            name = self.names.setdefault(nid, f"node{len(self.names)}-{n['NodeManagerAddress']}")
+            # every machine (and every return of one) plays its own games: its workers' seeds are shifted
+            seeded = dataclasses.replace(self.cfg, seed=self.cfg.seed + MACHINE_SEED_STRIDE * len(self.pools_started))
+            self.pools_started.append(nid)
+            actor = self.ray.remote(NodePool).options(
+                num_cpus=threads, scheduling_strategy=NodeAffinitySchedulingStrategy(nid, soft=False)).remote(
+                seeded, self.spec, name, threads, self.holder)
+            self.pools[nid] = (actor, actor.run.remote())
+            _say(self.run_dir, f"{name} joined with {threads} workers")
+
+    def reap(self) -> tuple[int, str] | None:
+        """Take note of pools that ended; a non-finite failure ends the run."""
+        from ray.exceptions import RayActorError, RayError
+
+        for nid in [nid for nid, (_, ref) in self.pools.items() if self.ray.wait([ref], timeout=0)[0]]:
+            _, ref = self.pools.pop(nid)
+            try:
+                self.ray.get(ref)
+            except RayError as e:
+                why = _last_line(e)
+                if "non-finite" in why:  # broken weights reached the holder: stop, keep the last checkpoint
+                    return 1, f"{self.names[nid]}: {why}"
+                lost = isinstance(e, RayActorError)  # the machine (or its link) went away
+                # a lost machine comes back as a new Ray node; a failed pool may be retried where it is
+                self.failures[nid] = POOL_FAILURES if lost else self.failures.get(nid, 0) + 1
+                _say(self.run_dir, f"{self.names[nid]} {'lost' if lost else 'failed'} ({why}); "
+                                   "the other machines keep training")
+        return None
+
+    def ask_eval(self, best: float) -> None:
+        """Evaluate the newest global weights (a late evaluator skips to them)."""
+        weights = self.holder.weights.remote()
+        self.pending_eval = (self.evaluator.evaluate.remote(weights, self.frames, best), weights, self.frames)
+
+    def collect_eval(self) -> dict | None:
+        """Hand a finished evaluation to the holder; None if the evaluator failed (it is then replaced)."""
+        from ray.exceptions import RayError
+
+        result_ref, weights, frames = self.pending_eval
+        self.pending_eval = None
+        try:
+            result = self.ray.get(result_ref)
+        except RayError as e:  # the evaluator's machine was lost, or the evaluation failed: training goes on
+            _say(self.run_dir, f"an evaluation failed ({_last_line(e)}); starting another evaluator")
+            self.evaluator = self.new_evaluator()
+            return None
+        self.ray.get(self.holder.add_eval.remote(result, weights), timeout=SYNC_TIMEOUT)
+        late = points_skipped(frames, self.frames, self.cfg.eval_every)
+        if late:
+            _say(self.run_dir, f"evaluator: {late} evaluation point(s) skipped: evaluating took longer than "
+                               f"--eval-every {self.cfg.eval_every} frames of training")
+        return result
+
+    def loop(self, console: Console) -> tuple[int, str]:
+        """Until the frames are done, --stop-return is reached, no machine is left or the holder is gone."""
+        from ray.exceptions import GetTimeoutError, RayActorError
+
+        last_scan, alone_since = 0.0, None
+        try:
+            while True:
+                now = time.time()
+                if self.frames < self.cfg.frames and now - last_scan >= REJOIN_SCAN_SECONDS:
+                    self.scan()
+                    last_scan = now
+                failure = self.reap()
+                if failure:
+                    return failure
+                st = self.ray.get(self.holder.status.remote(), timeout=SYNC_TIMEOUT)
+                self.frames = st["frames"]
+                console.show(self.frames, st["last_eval"])
+                if self.pending_eval is not None and self.ray.wait([self.pending_eval[0]], timeout=0)[0]:
+                    result = self.collect_eval()
+                    solved = result and stop_reason(result, self.cfg.stop_return)
+                    if solved:
+                        return 0, solved
+                if self.pending_eval is None and self.next_eval <= self.frames < self.cfg.frames:
+                    self.ask_eval(st["best"])
+                    self.next_eval = next_point(self.frames, self.cfg.eval_every)
+                if self.frames >= self.cfg.frames and not self.pools:
+                    return 0, "finished"
+                alone_since = (alone_since or now) if not self.pools else None
+                if alone_since and now - alone_since > NO_MACHINE_SECONDS:
+                    return 1, f"no machine has trained for {NO_MACHINE_SECONDS} s"
+                time.sleep(0.25)
+        except (RayActorError, GetTimeoutError) as e:
+            self.holder_gone = True
+            return 1, (f"the parameter holder is gone ({_last_line(e)}); the run stops; its last checkpoint is "
+                       f"{self.run_dir / 'checkpoint.pt'}: continue with --resume {self.run_dir}")
+
+    def finish(self, status: int, reason: str) -> int:
+        """Stop the machines (bounded), evaluate the final weights after a normal end, write checkpoint +
+        summary."""
+        from ray.exceptions import RayError
+
+        ray = self.ray
+        try:
+            if not self.holder_gone:
+                ray.get(self.holder.request_stop.remote(), timeout=SYNC_TIMEOUT)
+        except RayError:
+            self.holder_gone = True
+        refs = [ref for _, ref in self.pools.values()]
+        ray.wait(refs, num_returns=len(refs), timeout=30)  # each pool stops its workers and sends its last change
+        for actor, _ in self.pools.values():
+            ray.kill(actor)
+        if self.holder_gone:
+            print(f"train.py: {reason}", file=sys.stderr)
+            return status
+        try:
+            if status == 0:
+                if self.pending_eval is not None:
+                    self.collect_eval()
+                st = ray.get(self.holder.status.remote(), timeout=SYNC_TIMEOUT)
+                self.frames = st["frames"]
+                self.ask_eval(st["best"])
+                self.collect_eval()
+            summary = ray.get(self.holder.finish.remote(reason, sorted(self.names.values())))
+        except RayError as e:
+            print(f"train.py: the cluster failed while finishing ({_last_line(e)}); "
+                  f"{self.run_dir / 'checkpoint.pt'} holds the last checkpoint", file=sys.stderr)
+            return 1
+        if status != 0:
+            print(f"train.py: {reason}", file=sys.stderr)
+        print(f"{reason}: {summary['frames']} frames in {summary['wall_seconds']:.0f}s "
+              f"({summary['frames_per_second']:.0f} frames/s) on {len(self.names)} machines, "
+              f"best eval {summary['best_eval_return']}, run dir {self.run_dir}")
+        return status
 
 
 def _last_line(e: Exception) -> str:
     lines = [x.strip() for x in str(e).splitlines() if x.strip()]
     return (lines[-1] if lines else type(e).__name__)[:200]
-
-
-def _finish(ray, run_dir, holder, evaluator, new_evaluator, pools, names, pending_eval, status, reason,
-            holder_gone) -> int:
-    """Stop the machines (bounded), evaluate the final weights after a normal end, write checkpoint + summary."""
-    from ray.exceptions import RayError
-
-    try:
-        if not holder_gone:
-            ray.get(holder.request_stop.remote(), timeout=SYNC_TIMEOUT)
-    except RayError:
-        holder_gone = True
-    refs = [ref for _, ref in pools.values()]
-    ray.wait(refs, num_returns=len(refs), timeout=30)  # each pool stops its workers and sends its last change
-    for actor, _ in pools.values():
-        ray.kill(actor)
-    if holder_gone:
-        print(f"train.py: {reason}", file=sys.stderr)
-        return status
-    try:
-        if status == 0:
-            if pending_eval is not None and not _record_eval(ray, holder, pending_eval, run_dir):
-                evaluator = new_evaluator()
-            weights = holder.weights.remote()
-            frames = ray.get(holder.status.remote(), timeout=SYNC_TIMEOUT)["frames"]
-            _record_eval(ray, holder, (evaluator.evaluate.remote(weights, frames), weights), run_dir)
-        summary = ray.get(holder.finish.remote(reason, sorted(names.values())))
-    except RayError as e:
-        print(f"train.py: the cluster failed while finishing ({_last_line(e)}); "
-              f"{run_dir / 'checkpoint.pt'} holds the last checkpoint", file=sys.stderr)
-        return 1
-    if status != 0:
-        print(f"train.py: {reason}", file=sys.stderr)
-    print(f"{reason}: {summary['frames']} frames in {summary['wall_seconds']:.0f}s "
-          f"({summary['frames_per_second']:.0f} frames/s) on {len(names)} machines, "
-          f"best eval {summary['best_eval_return']}, run dir {run_dir}")
-    return status

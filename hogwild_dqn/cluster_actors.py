@@ -6,7 +6,6 @@ Plain classes: the driver wraps them with ray.remote, and only NodePool.run impo
 from __future__ import annotations
 
 import json
-import math
 import tempfile
 import time
 from pathlib import Path
@@ -19,10 +18,11 @@ from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.checkpoint import atomic_save, checkpoint_state
 from hogwild_dqn.config import Config
 from hogwild_dqn.envs import EnvSpec, make_env
+from hogwild_dqn.evaluation import Recorder, best_episode_gif, play_games
 from hogwild_dqn.networks import network_for
-from hogwild_dqn.policy import EVAL_SEED_OFFSET, Policy, play_episode
+from hogwild_dqn.policy import EVAL_SEED_OFFSET, Policy
 from hogwild_dqn.processes import Processes
-from hogwild_dqn.rundir import make_summary
+from hogwild_dqn.rundir import Run, make_summary
 from hogwild_dqn.shared import STOP, all_finite, new_shared_state
 
 NEVER = 2**62            # a machine's workers never copy the target network: the holder's copy is pushed to them
@@ -49,27 +49,32 @@ class ParameterHolder:
 
     def __init__(self, cfg: Config, spec: EnvSpec, run_dir: str, start: dict):
         torch.set_num_threads(1)
+        torch.set_flush_denormal(True)  # as every worker process (shared.run_child): the sums stay fast
         self.cfg, self.spec, self.run_dir = cfg, spec, Path(run_dir)
         torch.manual_seed(cfg.seed)
         self.net = network_for(cfg, spec)  # the checkpoint's modules; the live weights are the flat vectors
         if start["model"] is not None:
             self.net.load_state_dict(start["model"])
-        self.flat = _flat(list(self.net.parameters())).numpy().copy()
+        self.flat = _flat(list(self.net.parameters())).clone()  # torch, so that denormals are flushed
         self.tnet, self.target = None, None
         if ALGORITHMS[cfg.algo].target_network:
-            self.tnet, self.target = network_for(cfg, spec), self.flat.copy()
+            self.tnet, self.target = network_for(cfg, spec), self.flat.clone()
             if start["target"] is not None:
                 self.tnet.load_state_dict(start["target"])
-                self.target = _flat(list(self.tnet.parameters())).numpy().copy()
+                self.target = _flat(list(self.tnet.parameters())).clone()
         self.frames, self.target_epoch = start["frames"], start["target_epoch"]
         self.frames0, self.evals, self.best = start["frames"], list(start["evals"]), start["best"]
         self.wall0, self.t0 = start["wall_seconds"], time.time()
         self.stop, self.node_frames, self.sync_seconds = False, {}, []
         self.writer = metrics.make_writer(self.run_dir, "holder")
+        self.recorder = Recorder(self.run_dir, self.writer, self.best)
+        self.run = Run(cfg, spec, self.run_dir, cfg.threads or 0, session_start=self.t0,
+                       prior={"frames": self.frames0, "wall_seconds": self.wall0, "evals": [], "best": self.best,
+                              "device": None})
 
     def exchange(self, node: str, delta, frames: int, target_epoch: int, sync_seconds: float | None) -> dict:
         """Apply a machine's parameter change and frames; answer with the global weights (and target if newer)."""
-        self.flat += delta  # arrays from Ray's object store are read-only: only ever read `delta`
+        self.flat += torch.tensor(delta)  # a copy: arrays from Ray's object store are read-only
         self.frames += frames
         self.node_frames[node] = self.node_frames.get(node, 0) + frames
         if self.target is not None and self.frames // self.cfg.target_update > self.target_epoch:
@@ -79,16 +84,16 @@ class ParameterHolder:
             self.sync_seconds.append(sync_seconds)
             self.writer.add_scalar(f"cluster/sync_seconds/{node}", sync_seconds, self.frames)
         newer_target = self.target is not None and target_epoch != self.target_epoch
-        return {"weights": self.flat.copy(), "frames": self.frames,
+        return {"weights": self.flat.numpy().copy(), "frames": self.frames,
                 "stop": self.stop or self.frames >= self.cfg.frames,
-                "target": self.target.copy() if newer_target else None, "target_epoch": self.target_epoch}
+                "target": self.target.numpy().copy() if newer_target else None, "target_epoch": self.target_epoch}
 
     def weights(self) -> np.ndarray:
-        return self.flat.copy()
+        return self.flat.numpy().copy()
 
     def status(self) -> dict:
         return {"frames": self.frames, "evals": len(self.evals), "last_eval": self.evals[-1] if self.evals else None,
-                "node_frames": dict(self.node_frames)}
+                "node_frames": dict(self.node_frames), "best": self.recorder.best}
 
     def request_stop(self) -> None:
         self.stop = True
@@ -105,34 +110,28 @@ class ParameterHolder:
         _assign(list(self.net.parameters()), flat)
         if self.tnet is not None:
             _assign(list(self.tnet.parameters()), self.target)
-        return checkpoint_state(self.net, self.tnet, self.cfg, self.spec, frames=frames, best=self.best,
-                                target_epoch=self.target_epoch)
+        return checkpoint_state(self.net, self.tnet, self.cfg, self.spec,
+                                {"frames": frames, "best": self.recorder.best, "target_epoch": self.target_epoch})
 
     def add_eval(self, result: dict, played) -> None:
-        """Log an evaluation (of the weights `played`); keep best.pt, and write checkpoint.pt."""
+        """Record an evaluation of the weights `played` (evaluation.Recorder: tensorboard, best.pt and the GIF
+        the evaluator recorded at a new best); write checkpoint.pt."""
+        gif = result.pop("gif", None)
         result["wall_seconds"] = round(self.wall0 + time.time() - self.t0, 2)
         self.evals.append(result)
-        for tag, key in ((metrics.EVAL_MEAN, "mean_return"), (metrics.EVAL_STD, "std_return"),
-                         (metrics.EVAL_SECONDS, "seconds")):
-            self.writer.add_scalar(tag, result[key], result["frames"])
-        self.writer.flush()
-        if result["mean_return"] > self.best:
-            self.best = result["mean_return"]
-            atomic_save(self._state(played, result["frames"]), self.run_dir / "best.pt")
+        self.recorder.record(result, result["frames"], lambda best: self._state(played, result["frames"]), gif)
         self.checkpoint()
 
     def checkpoint(self, reason: str = "running", nodes: tuple = ()) -> dict:
         """checkpoint.pt, and summary.json next to it (so a run whose holder dies keeps its evaluations)."""
-        if all_finite([torch.from_numpy(self.flat)]):  # never overwrite the last good checkpoint with NaN/Inf
+        if all_finite([self.flat]):  # never overwrite the last good checkpoint with NaN/Inf
             atomic_save(self._state(self.flat, self.frames), self.run_dir / "checkpoint.pt")
-        prior = {"frames": self.frames0, "wall_seconds": self.wall0, "device": None}
-        summary = make_summary(self.cfg, self.cfg.threads or 0, reason, self.frames, time.time() - self.t0, prior,
-                               self.evals, self.best)
+        summary = make_summary(self.run, reason, self.frames, self.evals)
         sync = sorted(self.sync_seconds)
         summary["cluster"] = {"nodes": sorted(set(nodes) | set(self.node_frames)),
                               "frames_per_node": self.node_frames,
                               "sync_seconds_median": sync[len(sync) // 2] if sync else None,
-                              "syncs": len(sync), "sync_bytes": int(self.flat.nbytes)}
+                              "syncs": len(sync), "sync_bytes": self.flat.numel() * self.flat.element_size()}
         tmp = self.run_dir / ".summary.json.tmp"
         tmp.write_text(json.dumps(summary, indent=2))
         tmp.replace(self.run_dir / "summary.json")
@@ -206,8 +205,8 @@ class NodePool:
 
         if exchange(initial=True):
             return {"node": self.node, "frames": 0}
-        procs = Processes(mp.get_context("spawn"), cfg, self.spec, shared, local_dir, self.threads, time.time(),
-                          -math.inf, [], with_evaluator=False)
+        procs = Processes(mp.get_context("spawn"), Run(cfg, self.spec, local_dir, self.threads), shared,
+                          with_evaluator=False)
         procs.start()
         next_sync, next_ship = time.time() + cfg.sync_seconds, time.time() + LOG_SHIP_SECONDS
         try:
@@ -241,11 +240,13 @@ class Evaluator:
         self.policy = Policy(network_for(cfg, spec), cfg, self.device, cfg.seed + EVAL_SEED_OFFSET)
         self.env = make_env(cfg, cfg.seed + EVAL_SEED_OFFSET, for_eval=True)
 
-    def evaluate(self, weights, frames: int) -> dict:
+    def evaluate(self, weights, frames: int, best: float) -> dict:
+        """Play the weights; above `best` (the holder's best so far) also one game as a GIF (key "gif")."""
         if not np.isfinite(weights).all():
             raise RuntimeError(f"non-finite global weights at global frame {frames}")
         _assign(list(self.policy.net.parameters()), torch.from_numpy(np.array(weights)).to(self.device))
-        t0 = time.time()
-        returns = [play_episode(self.policy, self.env) for _ in range(self.cfg.eval_episodes)]
-        return {"frames": frames, "mean_return": float(np.mean(returns)), "std_return": float(np.std(returns)),
-                "episodes": len(returns), "device": self.device.type, "seconds": time.time() - t0}
+        result = {"frames": frames, "device": self.device.type, **play_games(self.policy, self.env,
+                                                                            self.cfg.eval_episodes)}
+        if self.cfg.video_steps and result["mean_return"] > best:
+            result["gif"] = best_episode_gif(self.policy, self.cfg, frames)
+        return result

@@ -128,8 +128,6 @@ class Config:
             raise ConfigError(f"--cluster must be auto or the Ray head's host:port, got {self.cluster!r}")
         if self.stop_return is not None and not math.isfinite(self.stop_return):
             raise ConfigError(f"--stop-return must be a finite number, got {self.stop_return!r}")
-        if self.stop_return is not None and self.cluster:
-            raise ConfigError("--stop-return works on one machine only; a --cluster run trains all --frames")
         if isinstance(self.max_restarts, bool) or self.max_restarts < 0:
             raise ConfigError(f"--max-restarts must be an integer >= 0, got {self.max_restarts!r}")
         if min(self.noop_max, self.grad_clip, self.entropy_beta, self.eps_anneal_frames, self.video_steps) < 0:

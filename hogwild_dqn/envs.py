@@ -62,15 +62,18 @@ class AtariGame(gym.Env):
 
     metadata = {"render_modes": ["rgb_array"]}
 
-    def __init__(self, rom: str, *, frame_skip: int, noop_max: int, screen_size: int, frame_stack: int,
-                 max_episode_frames: int, render_mode: str | None = None):
+    def __init__(self, rom: str, cfg: Config, seed: int | None = None, render_mode: str | None = None):
+        """`rom`: ale-py's id, e.g. "space_invaders"; frame skip, no-ops, screen size, stack and the episode's
+        frame limit come from `cfg`. `seed` seeds the emulator and the no-op draws as reset(seed=seed) would,
+        without a second ROM load."""
         ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)  # no banner from every process
         self.ale = ale_py.ALEInterface()
         self.ale.setFloat("repeat_action_probability", 0.0)
-        self.ale.setInt("max_num_frames_per_episode", max_episode_frames)
-        self.rom, self.render_mode = rom, render_mode  # rom: ale-py's id, e.g. "space_invaders"
-        self.frame_skip, self.noop_max, self.size = frame_skip, noop_max, (screen_size, screen_size)
-        self._seed(None)
+        self.ale.setInt("max_num_frames_per_episode", cfg.max_episode_frames)
+        self.rom, self.render_mode = rom, render_mode
+        self.frame_skip, self.noop_max, self.size = cfg.frame_skip, cfg.noop_max, (cfg.screen_size, cfg.screen_size)
+        frame_stack, screen_size = cfg.frame_stack, cfg.screen_size
+        self._seed(seed)
         self.actions = self.ale.getMinimalActionSet()
         h, w = self.ale.getScreenDims()
         self.screens = np.zeros((2, h, w), dtype=np.uint8)  # the last two frames of a step, max-pooled
@@ -167,7 +170,8 @@ class ClipReward(gym.RewardWrapper):
 
 
 def make_env(cfg: Config, seed: int, for_eval: bool, render: bool = False) -> gym.Env:
-    """Build the env; training and evaluation differ on purpose (clipping and life loss only in training).
+    """Build the env, seeded with `seed`: the caller's first env.reset() (without a seed) starts its first
+    game. Training and evaluation differ on purpose (clipping and life loss only in training).
 
     Full-game raw returns appear as info["episode"] when a game ends, in both modes. With `render`,
     env.render() returns the screen as an RGB array (for the evaluator's videos).
@@ -179,10 +183,7 @@ def make_env(cfg: Config, seed: int, for_eval: bool, render: bool = False) -> gy
         if not for_eval and cfg.reward_scale != 1.0:
             env = TransformReward(env, lambda r: r * cfg.reward_scale)
     else:
-        env = RecordEpisodeStatistics(AtariGame(
-            gym.spec(env_id).kwargs["game"], frame_skip=cfg.frame_skip, noop_max=cfg.noop_max,
-            screen_size=cfg.screen_size, frame_stack=cfg.frame_stack, max_episode_frames=cfg.max_episode_frames,
-            **mode))
+        env = RecordEpisodeStatistics(AtariGame(gym.spec(env_id).kwargs["game"], cfg, seed, **mode))
         if not for_eval and cfg.life_loss_terminal:
             env = EpisodicLife(env)
         if not for_eval and cfg.clip_rewards:
@@ -190,7 +191,8 @@ def make_env(cfg: Config, seed: int, for_eval: bool, render: bool = False) -> gy
         if not for_eval and cfg.reward_scale != 1.0:
             env = TransformReward(env, lambda r: r * cfg.reward_scale)
     env.action_space.seed(seed)
-    env.reset(seed=seed)
+    if not is_atari:  # gymnasium seeds an env at a reset; AtariGame was seeded when it was built
+        env.reset(seed=seed)
     return env
 
 

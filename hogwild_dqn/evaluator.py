@@ -1,65 +1,49 @@
-"""The evaluator: snapshot the shared weights, play whole games (CUDA if present), keep best.pt and checkpoint.pt."""
+"""The evaluator process of a single-machine run: every --eval-every global frames it snapshots the shared
+weights, plays them (evaluation.py; on CUDA if present), reports the result to the runner and keeps best.pt
+and checkpoint.pt. Workers never wait for it."""
 
 from __future__ import annotations
 
 import os
+import sys
 import time
-from pathlib import Path
 
-import numpy as np
 import torch
 
 from hogwild_dqn import metrics
 from hogwild_dqn.checkpoint import atomic_save, checkpoint_state
 from hogwild_dqn.config import Config
 from hogwild_dqn.envs import EnvSpec, make_env
+from hogwild_dqn.evaluation import Recorder, best_episode_gif, next_point, play_games, points_skipped
 from hogwild_dqn.networks import network_for
-from hogwild_dqn.policy import EVAL_SEED_OFFSET, Policy, play_episode
+from hogwild_dqn.policy import EVAL_SEED_OFFSET, Policy
+from hogwild_dqn.rundir import Run
 from hogwild_dqn.shared import WORKERS_DONE, NonFinite, SharedState, all_finite, run_child
 
 
-def evaluator_process(cfg: Config, spec: EnvSpec, shared: SharedState, run_dir: str, best: float,
-                      start_time: float, report) -> None:
-    """Process entry point (spawn). CUDA is first touched here, in the child, never in the parent."""
-    run_child("evaluator", report, run_evaluator, cfg, spec, shared, Path(run_dir), report, best, start_time)
+def evaluator_process(run: Run, shared: SharedState, best: float, report) -> None:
+    """Process entry point (spawn). CUDA is first touched here, in the child, never in the parent. `best`: the
+    best evaluation mean so far (earlier sessions, and this one's before a restart)."""
+    run_child("evaluator", report, run_evaluator, run, shared, best, report)
 
 
 def snapshot(shared: SharedState, frames: int, best: float, cfg: Config, spec: EnvSpec) -> dict:
     """A copy (never a live view) of everything needed to continue or to play the agent."""
-    return checkpoint_state(shared.model, shared.target, cfg, spec, frames=frames, best=best,
-                            optimizer=shared.optimizer.state_dict(), target_epoch=int(shared.target_epoch[0]),
-                            worker_eps=shared.worker_eps, worker_seed=shared.worker_seed)
+    return checkpoint_state(shared.model, shared.target, cfg, spec, {
+        "frames": frames, "best": best, "optimizer": shared.optimizer.state_dict(),
+        "target_epoch": int(shared.target_epoch[0]), "worker_eps": shared.worker_eps,
+        "worker_seed": shared.worker_seed})
 
 
-def record_best(policy: Policy, cfg: Config, run_dir: Path, writer, frames: int) -> None:
-    """Play one more game on a rendering env; save its first video_steps screens as best_episode.gif and log
-    it to tensorboard (screens over 300 wide are halved)."""
-    env = make_env(cfg, cfg.seed + EVAL_SEED_OFFSET + frames, for_eval=True, render=True)
-    screens = []
-
-    def keep(screen):
-        if len(screens) < cfg.video_steps:
-            screens.append(screen[::2, ::2] if screen.shape[1] > 300 else screen)
-
-    try:
-        play_episode(policy, env, keep)
-    finally:
-        env.close()
-    gif = metrics.encode_gif(screens)
-    tmp = run_dir / ".best_episode.gif.tmp"
-    tmp.write_bytes(gif)
-    tmp.replace(run_dir / "best_episode.gif")
-    metrics.write_gif(writer, metrics.BEST_EPISODE, gif, *screens[0].shape[:2], frames)
-
-
-def run_evaluator(cfg: Config, spec: EnvSpec, shared: SharedState, run_dir: Path, report, best: float,
-                  start_time: float) -> None:
+def run_evaluator(run: Run, shared: SharedState, best: float, report) -> None:
     """Evaluate every eval_every global frames and once more after the workers finish; then exit."""
+    cfg = run.cfg
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    policy = Policy(network_for(cfg, spec), cfg, device, cfg.seed + EVAL_SEED_OFFSET)
+    policy = Policy(network_for(cfg, run.spec), cfg, device, cfg.seed + EVAL_SEED_OFFSET)
     env = make_env(cfg, cfg.seed + EVAL_SEED_OFFSET, for_eval=True)
-    writer = metrics.make_writer(run_dir, "evaluator")
-    next_eval = (shared.frames() // cfg.eval_every + 1) * cfg.eval_every
+    writer = metrics.make_writer(run.run_dir, "evaluator")
+    recorder = Recorder(run.run_dir, writer, best)
+    next_eval = next_point(shared.frames(), cfg.eval_every)
     last_frames, parent = -1, os.getppid()
     while os.getppid() == parent:  # an orphan (runner killed outright) stops by itself
         final = shared.is_set(WORKERS_DONE)
@@ -69,28 +53,23 @@ def run_evaluator(cfg: Config, spec: EnvSpec, shared: SharedState, run_dir: Path
         if not final and frames < next_eval:
             time.sleep(0.2)
             continue
-        state = snapshot(shared, frames, best, cfg, spec)
+        state = snapshot(shared, frames, recorder.best, cfg, run.spec)
         if not all_finite(state["model"].values()):  # never evaluate, let alone save, broken weights
             raise NonFinite(f"non-finite shared parameters at global frame {frames}")
         policy.net.load_state_dict(state["model"])
-        t0 = time.time()
-        returns = [play_episode(policy, env) for _ in range(cfg.eval_episodes)]
-        mean, std = float(np.mean(returns)), float(np.std(returns))
-        writer.add_scalar(metrics.EVAL_MEAN, mean, frames)
-        writer.add_scalar(metrics.EVAL_STD, std, frames)
-        writer.add_scalar(metrics.EVAL_SECONDS, time.time() - t0, frames)
-        writer.flush()
-        report.send(("eval", {"frames": frames, "wall_seconds": round(time.time() - start_time, 2),
-                              "mean_return": mean, "std_return": std, "episodes": len(returns),
-                              "device": device.type}))
-        if mean > best:
-            best = state["best_eval_return"] = mean
-            atomic_save(state, run_dir / "best.pt")
-            if cfg.video_steps:
-                record_best(policy, cfg, run_dir, writer, frames)
+        result = play_games(policy, env, cfg.eval_episodes)
+        report.send(("eval", {"frames": frames, "wall_seconds": round(time.time() - run.clock0, 2),
+                              "device": device.type, **result}))
+        gif = best_episode_gif(policy, cfg, frames) if cfg.video_steps and recorder.is_new_best(result) else None
+        recorder.record(result, frames, lambda best, state=state: {**state, "best_eval_return": best}, gif)
         if not final:  # the runner writes the final checkpoint itself, after every process is gone
-            atomic_save(state, run_dir / "checkpoint.pt")
-        next_eval = (frames // cfg.eval_every + 1) * cfg.eval_every
+            atomic_save({**state, "best_eval_return": recorder.best}, run.run_dir / "checkpoint.pt")
+        late = points_skipped(frames, shared.frames(), cfg.eval_every)
+        if late and not final:
+            print(f"evaluator: {late} evaluation point(s) skipped: evaluating took longer than --eval-every "
+                  f"{cfg.eval_every} frames of training; the next evaluation takes the newest weights",
+                  file=sys.stderr, flush=True)
+        next_eval = next_point(frames, cfg.eval_every)
         last_frames = frames
         if final:
             break

@@ -47,7 +47,8 @@ def encode_gif(frames: list[np.ndarray], fps: int = 30) -> bytes:
     return buf.getvalue()
 
 
-def write_gif(writer: SummaryWriter, tag: str, gif: bytes, height: int, width: int, step: int) -> None:
+def write_gif(writer: SummaryWriter, tag: str, gif: bytes, step: int) -> None:
     """Log an animated GIF; tensorboard's IMAGES tab plays it (add_video would need moviepy for the same)."""
+    width, height = Image.open(io.BytesIO(gif)).size
     image = Summary.Image(height=height, width=width, colorspace=3, encoded_image_string=gif)
     writer.file_writer.add_summary(Summary(value=[Summary.Value(tag=tag, image=image)]), step)

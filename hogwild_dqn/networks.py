@@ -85,18 +85,14 @@ class ActorCritic(nn.Module):
 
 
 def network_for(cfg, spec) -> nn.Module:
-    """The network of a run's config and env spec (every process builds the same one)."""
-    return build_network(spec.obs_shape, spec.n_actions, ALGORITHMS[cfg.algo].actor_critic, cfg.hidden, cfg.mlp_layers,
-                         cfg.obs_standardize)
-
-
-def build_network(obs_shape: tuple, n_actions: int, actor_critic: bool, hidden: int, mlp_layers: int,
-                  standardize: bool = False) -> nn.Module:
-    """Pixels (3-D observations) get the paper's shared Atari torso; vectors an MLP (a separate one for V)."""
+    """The network of a run's config and env spec (every process builds the same one): pixels (3-D
+    observations) get the paper's shared Atari torso, vectors an MLP (a separate one for V); the algorithm's
+    row in ALGORITHMS says actor-critic heads or Q-values. `spec` needs obs_shape and n_actions."""
+    obs_shape, hidden = tuple(spec.obs_shape), cfg.hidden
     if len(obs_shape) == 3:
-        torso, value_torso = AtariTorso(obs_shape, hidden, standardize), None
+        torso, value_torso = AtariTorso(obs_shape, hidden, cfg.obs_standardize), None
     else:
-        torso, value_torso = MLPTorso(obs_shape, hidden, mlp_layers), MLPTorso(obs_shape, hidden, mlp_layers)
-    if actor_critic:
-        return ActorCritic(torso, hidden, n_actions, value_torso)
-    return QNet(torso, hidden, n_actions)
+        torso, value_torso = MLPTorso(obs_shape, hidden, cfg.mlp_layers), MLPTorso(obs_shape, hidden, cfg.mlp_layers)
+    if ALGORITHMS[cfg.algo].actor_critic:
+        return ActorCritic(torso, hidden, spec.n_actions, value_torso)
+    return QNet(torso, hidden, spec.n_actions)

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import signal
 import sys
 import time
-from pathlib import Path
 
 from tqdm import tqdm
 
 from hogwild_dqn import metrics
-from hogwild_dqn.config import Config
+from hogwild_dqn.console import Console
+from hogwild_dqn.evaluation import stop_reason
 from hogwild_dqn.evaluator import evaluator_process
+from hogwild_dqn.rundir import Run
 from hogwild_dqn.shared import NONFINITE_EXIT, STOP, WORKERS_DONE
 from hogwild_dqn.worker import worker_process
 
@@ -21,19 +21,15 @@ SEED_STRIDE = 1000     # a restarted worker gets seed + rank + SEED_STRIDE * (it
 FINAL_EVAL_SECONDS = 900  # the last evaluation may take this long (whole games) before it is stopped
 
 
-class Stopped(Exception):
-    """Raised in the main process by SIGTERM, like KeyboardInterrupt for SIGINT."""
+def stop_resource_tracker() -> None:
+    """Stop multiprocessing's resource tracker, a child of every process that spawns, and wait for it. Left
+    alone it ends only once it sees this interpreter exit, so it outlived train.py by a moment (seen after a
+    SIGINT); called once every other child is gone."""
+    from multiprocessing import resource_tracker
 
-
-def on_sigterm(signum, frame):
-    raise Stopped()
-
-
-def handle_stop_signals() -> None:
-    """SIGTERM raises Stopped; SIGINT raises KeyboardInterrupt even if the process started with SIGINT ignored
-    (as a background job of a script does), so Ctrl-C and `kill -INT` always stop a run cleanly."""
-    signal.signal(signal.SIGTERM, on_sigterm)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    stop = getattr(resource_tracker._resource_tracker, "_stop", None)  # private, so looked up with care
+    if stop is not None:
+        stop()
 
 
 class Child:
@@ -65,25 +61,23 @@ class Child:
 class Processes:
     """The worker processes and the evaluator of one run (a machine of a cluster run has no evaluator)."""
 
-    def __init__(self, ctx, cfg: Config, spec, shared, run_dir: Path, threads: int, t0: float, best: float,
-                 evals: list, with_evaluator: bool = True):
-        """`best` and `evals`: what earlier sessions of a resumed run reached; new evaluations are appended."""
-        self.ctx, self.cfg, self.spec, self.shared, self.run_dir, self.t0 = ctx, cfg, spec, shared, run_dir, t0
-        self.threads, self.best0, self.evals, self.with_evaluator = threads, best, list(evals), with_evaluator
+    def __init__(self, ctx, run: Run, shared, with_evaluator: bool = True):
+        """Evaluations start from what earlier sessions of a resumed run reached (run.prior); new ones are
+        appended."""
+        self.ctx, self.run, self.cfg, self.shared, self.run_dir = ctx, run, run.cfg, shared, run.run_dir
+        self.best0, self.evals, self.with_evaluator = run.prior["best"], list(run.prior["evals"]), with_evaluator
         self.restarts, self.eval_restarts, self.nonfinite = 0, 0, False
         self.workers: list[Child] = []
         self.evaluator: Child | None = None
 
     def _worker(self, rank: int, seed: int) -> Child:
-        return Child(self.ctx, f"worker{rank}", worker_process,
-                     (rank, seed, self.cfg, self.spec, self.shared, str(self.run_dir)))
+        return Child(self.ctx, f"worker{rank}", worker_process, (rank, seed, self.run, self.shared))
 
     def _evaluator(self) -> Child:
-        return Child(self.ctx, "evaluator", evaluator_process,
-                     (self.cfg, self.spec, self.shared, str(self.run_dir), self.best(), self.t0))
+        return Child(self.ctx, "evaluator", evaluator_process, (self.run, self.shared, self.best()))
 
     def start(self) -> None:
-        self.workers = [self._worker(r, self.cfg.seed + r) for r in range(self.threads)]
+        self.workers = [self._worker(r, self.cfg.seed + r) for r in range(self.run.threads)]
         self.evaluator = self._evaluator() if self.with_evaluator else None
 
     def check(self) -> str | None:
@@ -169,38 +163,31 @@ class Processes:
         self.drain()
 
 
-def watch(procs: Processes, cfg: Config, shared, writer, frames0: int, desc: str) -> tuple[int, str]:
+def watch(procs: Processes, writer) -> tuple[int, str]:
     """Show progress and log frames/s until the workers finish, an evaluation of this session reaches
-    --stop-return, a process fails, or a signal arrives."""
-    handle_stop_signals()
-    bar = tqdm(total=cfg.frames, initial=frames0, unit="frame", unit_scale=True, dynamic_ncols=True, desc=desc,
-               disable=not cfg.progress, mininterval=0.5 if sys.stderr.isatty() else 30)  # logs: every 30 s
-    last_log, last_frames, evals0 = time.time(), frames0, len(procs.evals)
-    try:
-        while not procs.finished():
-            failure = procs.check()
-            if failure:
-                return 1, failure
-            solved = [e for e in procs.evals[evals0:] if cfg.stop_return is not None
-                      and e["mean_return"] >= cfg.stop_return]
-            if solved:
-                return 0, f"solved: eval mean {solved[0]['mean_return']:g} >= --stop-return {cfg.stop_return:g}"
-            frames = shared.frames()
-            bar.update(min(frames, cfg.frames) - bar.n)
-            if procs.evals:
-                bar.set_postfix_str(f"eval {procs.evals[-1]['mean_return']:.1f}", refresh=False)
-            now = time.time()
-            if now - last_log >= 5:
-                writer.add_scalar(metrics.FPS, (frames - last_frames) / (now - last_log), frames)
-                last_log, last_frames = now, frames
-            time.sleep(0.25)
-        return 0, "finished"
-    except KeyboardInterrupt:
-        return 130, "interrupted (SIGINT)"
-    except Stopped:
-        return 143, "terminated (SIGTERM)"
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        bar.close()
-        procs.drain()
+    --stop-return, a process fails, or a signal arrives; return (exit status, reason)."""
+    cfg, frames0 = procs.cfg, procs.run.prior["frames"]
+    with Console(cfg, frames0, f"{cfg.game} {cfg.algo} x{procs.run.threads}") as console:
+        console.status = _watch_loop(procs, writer, console)
+    procs.drain()
+    return console.status
 
+
+def _watch_loop(procs: Processes, writer, console: Console) -> tuple[int, str]:
+    cfg, shared = procs.cfg, procs.shared
+    last_log, last_frames, evals0 = time.time(), procs.run.prior["frames"], len(procs.evals)
+    while not procs.finished():
+        failure = procs.check()
+        if failure:
+            return 1, failure
+        solved = [why for e in procs.evals[evals0:] if (why := stop_reason(e, cfg.stop_return))]
+        if solved:
+            return 0, solved[0]
+        frames = shared.frames()
+        console.show(frames, procs.evals[-1] if procs.evals else None)
+        now = time.time()
+        if now - last_log >= 5:
+            writer.add_scalar(metrics.FPS, (frames - last_frames) / (now - last_log), frames)
+            last_log, last_frames = now, frames
+        time.sleep(0.25)
+    return 0, "finished"

@@ -1,9 +1,14 @@
-"""The run directory: its name, the checks before a run writes into it, and summary.json's contents."""
+"""The run: its directory (name, the checks before a run writes into it), what its processes know of it (Run),
+and summary.json's contents."""
 
 from __future__ import annotations
 
+import math
+import time
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from hogwild_dqn.config import Config, ConfigError
 
@@ -49,14 +54,36 @@ def prepare_run_dir(cfg: Config, threads: int, resume: str | None) -> Path:
     return path
 
 
-def make_summary(cfg: Config, threads: int, reason: str, frames: int, wall: float, prior: dict, evals: list,
-                 best: float) -> dict:
-    """summary.json: totals over every session of the run, and every evaluation."""
+def no_prior() -> dict:
+    """What a new run's earlier sessions reached: nothing (a resumed run's comes from checkpoint.resume_point)."""
+    return {"frames": 0, "wall_seconds": 0.0, "evals": [], "best": -math.inf, "device": None}
+
+
+@dataclass
+class Run:
+    """One session of a run as its processes see it (handed to every child at spawn)."""
+    cfg: Config
+    spec: Any                 # envs.EnvSpec (not imported: this module stays free of gymnasium)
+    run_dir: Path
+    threads: int              # worker processes (on this machine)
+    prior: dict = field(default_factory=no_prior)  # what earlier sessions reached: frames, wall_seconds, evals,
+                                                   # best, device
+    session_start: float = field(default_factory=time.time)
+
+    @property
+    def clock0(self) -> float:
+        """The run's wall seconds (earlier sessions included) count from here."""
+        return self.session_start - self.prior["wall_seconds"]
+
+
+def make_summary(run: Run, reason: str, frames: int, evals: list) -> dict:
+    """summary.json: totals over every session of the run (`evals`: every evaluation, earlier sessions' too)."""
+    prior, wall = run.prior, time.time() - run.session_start
     return {
-        "game": cfg.game, "algo": cfg.algo, "threads": threads, "seed": cfg.seed, "status": reason,
+        "game": run.cfg.game, "algo": run.cfg.algo, "threads": run.threads, "seed": run.cfg.seed, "status": reason,
         "frames": frames, "wall_seconds": round(prior["wall_seconds"] + wall, 2),
         "frames_per_second": round((frames - prior["frames"]) / max(wall, 1e-9), 1),  # this session's
-        "best_eval_return": best if evals else None,
+        "best_eval_return": max([prior["best"]] + [e["mean_return"] for e in evals]) if evals else None,
         "evaluator_device": next((e["device"] for e in reversed(evals) if "device" in e), prior["device"]),
         "evals": [{k: e[k] for k in ("frames", "wall_seconds", "mean_return", "std_return", "episodes")}
                   for e in evals],

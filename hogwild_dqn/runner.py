@@ -1,12 +1,11 @@
-"""Build the shared state, start and watch the processes, stop them, write the final checkpoint and summary."""
+"""A run on one machine: build the shared state (or restore it), start and watch the processes, stop them,
+write the final checkpoint and summary."""
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -17,8 +16,8 @@ from hogwild_dqn.checkpoint import atomic_save, resume_point
 from hogwild_dqn.config import Config, ConfigError
 from hogwild_dqn.envs import env_spec
 from hogwild_dqn.evaluator import snapshot
-from hogwild_dqn.processes import Processes, watch
-from hogwild_dqn.rundir import make_summary, prepare_run_dir
+from hogwild_dqn.processes import Processes, stop_resource_tracker, watch
+from hogwild_dqn.rundir import Run, make_summary, no_prior, prepare_run_dir
 from hogwild_dqn.shared import all_finite, new_shared_state
 
 
@@ -33,28 +32,24 @@ def run(cfg: Config, resume: str | None = None) -> int:
     torch.manual_seed(cfg.seed)
     ctx = mp.get_context("spawn")
     shared = new_shared_state(cfg, spec, threads)
-    prior = {"frames": 0, "wall_seconds": 0.0, "evals": [], "best": -math.inf, "device": None}
-    if resume is not None:
-        prior = restore(shared, run_dir, cfg)
+    prior = restore(shared, run_dir, cfg) if resume is not None else no_prior()
     config.save(cfg, run_dir / "config.yaml")
 
-    start = time.time()
-    procs = Processes(ctx, cfg, spec, shared, run_dir, threads, start - prior["wall_seconds"], prior["best"],
-                      prior["evals"])
+    run = Run(cfg, spec, run_dir, threads, prior)
+    procs = Processes(ctx, run, shared)
     procs.start()
     writer = metrics.make_writer(run_dir, "runner")
-    status, reason = watch(procs, cfg, shared, writer, prior["frames"], f"{cfg.game} {cfg.algo} x{threads}")
+    status, reason = watch(procs, writer)
     procs.stop(wait_for_eval=status == 0)
 
-    frames, wall, evals = shared.frames(), time.time() - start, procs.evals
-    best = procs.best()
+    frames, evals, best = shared.frames(), procs.evals, procs.best()
     if procs.nonfinite or not all_finite(shared.model.parameters()):
         # keep the last good checkpoint rather than overwrite it with weights that met NaN/Inf
         status, reason = 1, reason if procs.nonfinite else "non-finite shared parameters at the end of the run"
         print(f"{run_dir / 'checkpoint.pt'} left as it was: the run met NaN/Inf", file=sys.stderr)
     else:
         atomic_save(snapshot(shared, frames, best, cfg, spec), run_dir / "checkpoint.pt")
-    summary = make_summary(cfg, threads, reason, frames, wall, prior, evals, best)
+    summary = make_summary(run, reason, frames, evals)
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     writer.add_scalar(metrics.FPS, summary["frames_per_second"], frames)
     metrics.write_hparams(writer, {"game": cfg.game, "algo": cfg.algo, "threads": threads, "seed": cfg.seed,
@@ -63,7 +58,9 @@ def run(cfg: Config, resume: str | None = None) -> int:
                            "hparam/final_eval_return": evals[-1]["mean_return"] if evals else float("nan"),
                            "hparam/frames_per_second": summary["frames_per_second"]})
     writer.close()
-    print(f"{reason}: {frames} frames in {wall:.0f}s ({summary['frames_per_second']:.0f} frames/s), "
+    stop_resource_tracker()
+    print(f"{reason}: {frames} frames in {summary['wall_seconds'] - prior['wall_seconds']:.0f}s "
+          f"({summary['frames_per_second']:.0f} frames/s), "
           f"best eval {summary['best_eval_return']}, run dir {run_dir}")
     return status
 

@@ -153,19 +153,19 @@ class SharedState:
         return bool(self.flags[flag])
 
 
-def build_shared(model: nn.Module, target: nn.Module | None, optimizer_name: str, *, threads: int,
-                 rms_alpha: float, rms_eps: float, adam_betas, adam_eps: float, extra_frame_slots: int = 0
-                 ) -> SharedState:
-    """Move the networks into shared memory and allocate the optimizer's statistics and the counters."""
+def build_shared(model: nn.Module, target: nn.Module | None, cfg: Config, threads: int,
+                 extra_frame_slots: int = 0) -> SharedState:
+    """Move the networks into shared memory and allocate the optimizer's statistics (cfg.optimizer and its
+    settings) and the counters."""
     model.share_memory()
     if target is not None:
         target.load_state_dict(model.state_dict())
         target.share_memory()
         target.requires_grad_(False)
-    if optimizer_name == "adam":
-        opt = SharedAdam(model.parameters(), tuple(adam_betas), adam_eps)
+    if cfg.optimizer == "adam":
+        opt = SharedAdam(model.parameters(), tuple(cfg.adam_betas), cfg.adam_eps)
     else:
-        opt = SharedRMSprop(model.parameters(), rms_alpha, rms_eps)
+        opt = SharedRMSprop(model.parameters(), cfg.rms_alpha, cfg.rms_eps)
     zeros = lambda n, dtype: torch.zeros(n, dtype=dtype).share_memory_()  # noqa: E731
     return SharedState(model, target, opt, zeros(threads + extra_frame_slots, torch.int64), zeros(1, torch.int64),
                        zeros(2, torch.uint8), torch.full((threads,), math.nan, dtype=torch.float64).share_memory_(),
@@ -217,6 +217,4 @@ def new_shared_state(cfg: Config, spec, threads: int, extra_frame_slots: int = 0
     """The network (and target network for the Q methods) and the optimizer of cfg, in shared memory."""
     net = lambda: network_for(cfg, spec)  # noqa: E731
     target = net() if ALGORITHMS[cfg.algo].target_network else None
-    return build_shared(net(), target, cfg.optimizer, threads=threads, rms_alpha=cfg.rms_alpha,
-                        rms_eps=cfg.rms_eps, adam_betas=cfg.adam_betas, adam_eps=cfg.adam_eps,
-                        extra_frame_slots=extra_frame_slots)
+    return build_shared(net(), target, cfg, threads, extra_frame_slots)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import os
-from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -12,10 +13,10 @@ import torch
 from hogwild_dqn import metrics
 from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.algorithms.returns import Segment
-from hogwild_dqn.config import Config
-from hogwild_dqn.envs import EnvSpec, make_env
+from hogwild_dqn.envs import make_env
 from hogwild_dqn.exploration import draw_final_epsilon, epsilon, learning_rate
 from hogwild_dqn.networks import network_for
+from hogwild_dqn.rundir import Run
 from hogwild_dqn.shared import (
     STOP,
     NonFinite,
@@ -28,10 +29,9 @@ from hogwild_dqn.shared import (
 )
 
 
-def worker_process(rank: int, seed: int, cfg: Config, spec: EnvSpec, shared: SharedState, run_dir: str,
-                   report) -> None:
+def worker_process(rank: int, seed: int, run: Run, shared: SharedState, report) -> None:
     """Process entry point (spawn); failures go up `report`, a pipe to the runner."""
-    run_child(f"worker{rank}", report, run_worker, rank, seed, cfg, spec, shared, Path(run_dir))
+    run_child(f"worker{rank}", report, run_worker, rank, seed, run, shared)
 
 
 def act_many(net: torch.nn.Module, obs: torch.Tensor, eps: float, actor_critic: bool,
@@ -60,13 +60,14 @@ def env_seed(seed: int, k: int) -> int:
     return seed if k == 0 else int(np.random.SeedSequence([seed, k]).generate_state(1)[0])
 
 
-def run_worker(rank: int, seed: int, cfg: Config, spec: EnvSpec, shared: SharedState, run_dir: Path) -> None:
+def run_worker(rank: int, seed: int, run: Run, shared: SharedState) -> None:
     """The worker loop; runs inline too (tests, debuggers)."""
+    cfg, spec = run.cfg, run.spec
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     algo = ALGORITHMS[cfg.algo]
-    actor_critic, loss_fn = algo.actor_critic, algo.loss
-    hp = {"gamma": cfg.gamma, "entropy_beta": cfg.entropy_beta, "value_coef": cfg.value_coef}
+    actor_critic = algo.actor_critic
+    loss_fn = functools.partial(algo.loss, gamma=cfg.gamma, entropy_beta=cfg.entropy_beta, value_coef=cfg.value_coef)
     if math.isnan(shared.worker_eps[rank]):  # drawn once per rank; a restarted or resumed worker keeps it
         shared.worker_eps[rank] = draw_final_epsilon(rng, cfg.eps_finals, cfg.eps_probs)
     final_eps = float(shared.worker_eps[rank])
@@ -75,7 +76,7 @@ def run_worker(rank: int, seed: int, cfg: Config, spec: EnvSpec, shared: SharedS
     envs = [make_env(cfg, env_seed(seed, k), for_eval=False) for k in range(E)]
     local = network_for(cfg, spec)
     params, shared_params = list(local.parameters()), list(shared.model.parameters())
-    writer = metrics.make_writer(run_dir, f"worker{rank}")
+    writer = metrics.make_writer(run.run_dir, f"worker{rank}")
 
     # Preallocated segment buffers, one row per game: obs[k, t] is s_t, obs[k, t+1] the state after a_t.
     T = cfg.t_max
@@ -84,9 +85,10 @@ def run_worker(rank: int, seed: int, cfg: Config, spec: EnvSpec, shared: SharedS
     rewards = torch.zeros((E, T))
     terminated = torch.zeros((E, T), dtype=torch.bool)
     truncated = torch.zeros((E, T), dtype=torch.bool)
+    rollout = Rollout(obs_buf, actions, rewards, terminated, truncated)  # views of the same buffers
 
     for k, env in enumerate(envs):
-        obs, _ = env.reset(seed=env_seed(seed, k))
+        obs, _ = env.reset()  # make_env seeded it: the first game, without a second ROM load
         obs_buf[k, 0] = torch.as_tensor(np.asarray(obs))
     frames = shared.frames()
     carry = [False] * E  # SARSA carries a' (used in its target) into the next segment as the action taken
@@ -123,8 +125,7 @@ def run_worker(rank: int, seed: int, cfg: Config, spec: EnvSpec, shared: SharedS
             carry = [algo.next_action and not e for e in ended]
 
             # --- learn: one batched forward over all segments, the mean of their losses into the shared model
-            loss, info_m = segment_loss(local, shared.target, loss_fn, hp, obs_buf, actions, rewards, terminated,
-                                        truncated, n)
+            loss, info_m = segment_loss(local, shared.target, loss_fn, rollout, n)
             if not math.isfinite(loss.item()):
                 raise NonFinite(f"non-finite loss {loss.item()}")
             for p in params:
@@ -163,13 +164,23 @@ def run_worker(rank: int, seed: int, cfg: Config, spec: EnvSpec, shared: SharedS
         env.close()
 
 
-def segment_loss(local, target, loss_fn, hp: dict, obs_buf, actions, rewards, terminated, truncated,
-                 n: list[int]) -> tuple[torch.Tensor, dict]:
-    """The mean over a worker's games of the algorithm's loss on each game's segment (n[k] steps of game k).
+class Rollout(NamedTuple):
+    """A worker's segment buffers, one row per game: obs[k, t] is s_t, obs[k, t+1] the state after a_t."""
+    obs: torch.Tensor           # (E, T+1, *obs_shape)
+    actions: torch.Tensor       # (E, T+1): a_t, and a' after the last step for SARSA
+    rewards: torch.Tensor       # (E, T)
+    terminated: torch.Tensor    # (E, T)
+    truncated: torch.Tensor     # (E, T)
+
+
+def segment_loss(local, target, loss_fn, rollout: Rollout, n: list[int]) -> tuple[torch.Tensor, dict]:
+    """The mean over a worker's games of the algorithm's loss (hyperparameters bound) on each game's segment
+    (n[k] steps of game k).
 
     One forward over every game's rows (and one of the target network) rather than one per game: the batched
     convolution is what makes several games per worker cheaper per frame than one.
     """
+    obs_buf, actions, rewards, terminated, truncated = rollout
     E, T = rewards.shape
     full = all(m == T for m in n)
     obs = obs_buf.flatten(0, 1) if full else torch.cat([obs_buf[k, : n[k] + 1] for k in range(E)])
@@ -186,7 +197,7 @@ def segment_loss(local, target, loss_fn, hp: dict, obs_buf, actions, rewards, te
         rows = slice(row, row + m + 1)
         out_k = tuple(o[rows] for o in out) if isinstance(out, tuple) else out[rows]
         tq_k = None if target_q_next is None else target_q_next[trow: trow + m]
-        loss_k, info_k = loss_fn(out_k, tq_k, seg, **hp)
+        loss_k, info_k = loss_fn(out_k, tq_k, seg)
         loss = loss + loss_k
         for key, v in info_k.items():
             sums[key] = sums.get(key, 0.0) + v / E

@@ -17,6 +17,12 @@ _started: list[subprocess.Popen] = []  # every start_train of the running test
 def _no_trainer_left_behind():
     """A test that fails half-way (a timeout, an assert) must not leave its train.py training under the next."""
     yield
+    kill_started()
+
+
+def kill_started() -> None:
+    """Kill every command the running test started (run_cmd, run_train, start_train) that is still running,
+    with every process it started."""
     while _started:
         proc = _started.pop()
         if proc.poll() is None:
@@ -32,19 +38,34 @@ def _no_trainer_left_behind():
             proc.wait(timeout=30)
 
 
+def run_cmd(cmd: list, timeout: float, **kwargs) -> subprocess.CompletedProcess:
+    """Run a command from the repo root to its end and capture its output, as subprocess.run does, but tracked:
+    however the test ends (a timeout, an assert), the command and every process it started are killed."""
+    proc = subprocess.Popen([str(c) for c in cmd], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, **kwargs)
+    _started.append(proc)
+    out, err = proc.communicate(timeout=timeout)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
 def run_train(*args, timeout=600, **kwargs) -> subprocess.CompletedProcess:
     """Run `python train.py ARGS` from the repo root; capture its output."""
-    return subprocess.run([sys.executable, str(ROOT / "train.py"), "--no-progress", *map(str, args)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=timeout, check=False, **kwargs)
+    return run_cmd([sys.executable, ROOT / "train.py", "--no-progress", *args], timeout, **kwargs)
+
+
+def start(cmd: list, **kwargs) -> subprocess.Popen:
+    """Start a command from the repo root in the background, tracked as run_cmd's are."""
+    proc = subprocess.Popen([str(c) for c in cmd], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, **kwargs)
+    _started.append(proc)
+    return proc
 
 
 def start_train(run: Path, *args, **kwargs) -> subprocess.Popen:
     """Start train.py in the background; return once its last worker (by --threads, else 2) has begun logging."""
     args = [str(a) for a in args]
     last = int(args[args.index("--threads") + 1]) - 1 if "--threads" in args else 1
-    proc = subprocess.Popen([sys.executable, str(ROOT / "train.py"), "--no-progress", "--run-dir", str(run), *args],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
-    _started.append(proc)
+    proc = start([sys.executable, ROOT / "train.py", "--no-progress", "--run-dir", run, *args], **kwargs)
     deadline = time.time() + 120
     while not list(run.glob(f"events.out.tfevents.*.worker{last}")) and time.time() < deadline:
         time.sleep(0.3)

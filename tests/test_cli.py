@@ -20,7 +20,6 @@ BAD = [
     (["--config", "no/such.yaml"], "config file no/such.yaml does not exist"),
     (["--stop-return", "high"], "argument --stop-return: must be a number, got 'high'"),
     (["--stop-return", "nan"], "--stop-return must be a finite number, got nan"),
-    (["--stop-return", "18", "--cluster", "auto"], "--stop-return works on one machine only"),
     (["--envs-per-worker", "0"], "--envs-per-worker must be a positive integer"),
 ]
 

@@ -6,9 +6,10 @@ import time
 
 import psutil
 import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from hogwild_dqn.checkpoint import load_checkpoint
-from tests.conftest import ROOT, read_summary, run_train
+from tests.conftest import ROOT, read_summary, run_cmd, run_train, start
 
 ray_cluster_utils = pytest.importorskip("ray.cluster_utils")  # `make test` installs Ray (requirements-cluster.txt)
 
@@ -43,6 +44,24 @@ def test_two_machines_train_cartpole_and_learn(cluster, tmp_path):
     assert ckpt["frames"] == s["frames"] and (run / "best.pt").is_file()
 
 
+def test_cluster_run_stops_at_stop_return_and_records_the_best_episode(cluster, tmp_path):
+    """Parity with one machine: --stop-return ends the run at the first evaluation that reaches it (then the
+    final weights are evaluated), and each new best leaves best_episode.gif and its tensorboard image."""
+    run = tmp_path / "run"
+    r = run_train(*CARTPOLE, "--frames", "400000", "--stop-return", "100", "--cluster", cluster.address,
+                  "--run-dir", run, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    s = read_summary(run)
+    reached = [e for e in s["evals"] if e["mean_return"] >= 100]
+    assert reached and s["status"] == f"solved: eval mean {reached[0]['mean_return']:g} >= --stop-return 100"
+    assert s["frames"] < reached[0]["frames"] + 100_000  # stopped there, not at 400k frames
+    gif = (run / "best_episode.gif").read_bytes()
+    assert gif.startswith(b"GIF8") and len(gif) > 1000
+    events = EventAccumulator(str(run))
+    events.Reload()
+    assert "eval/best_episode" in events.Tags()["images"]
+
+
 def _wait_for(predicate, seconds: float, what: str):
     deadline = time.time() + seconds
     while time.time() < deadline:
@@ -54,9 +73,8 @@ def _wait_for(predicate, seconds: float, what: str):
 
 def _start_cartpole(cluster, run, frames: int) -> subprocess.Popen:
     """train.py on the cluster in the background, as a user would start it."""
-    return subprocess.Popen([sys.executable, str(ROOT / "train.py"), "--no-progress", *CARTPOLE, "--frames",
-                             str(frames), "--cluster", cluster.address, "--run-dir", str(run)], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return start([sys.executable, ROOT / "train.py", "--no-progress", *CARTPOLE, "--frames", frames, "--cluster",
+                  cluster.address, "--run-dir", run])
 
 
 def test_a_lost_machine_does_not_stop_the_run_and_rejoins(cluster, tmp_path):
@@ -110,7 +128,7 @@ def test_single_machine_runs_never_import_ray(tmp_path):
     code = ("import sys, train; rc = train.main(['--game', 'CartPole-v1', '--frames', '3000', '--eval-every', "
             f"'3000', '--threads', '1', '--no-progress', '--run-dir', {str(tmp_path / 'run')!r}]); "
             "print('ray' in sys.modules, rc)")
-    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    r = run_cmd([sys.executable, "-c", code], 300)
     assert r.stdout.split()[-2:] == ["False", "0"], r.stderr[-2000:]
 
 

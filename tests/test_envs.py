@@ -70,8 +70,8 @@ def test_lean_atari_matches_gymnasium_preprocessing(game):
         gym.make(f"ALE/{game}-v5", frameskip=1, repeat_action_probability=0.0, full_action_space=False,
                  max_num_frames_per_episode=max_frames),
         noop_max=30, frame_skip=4, screen_size=84, terminal_on_life_loss=False, grayscale_obs=True), 4)
-    ours = AtariGame(game.lower(), frame_skip=4, noop_max=30, screen_size=84, frame_stack=4,
-                     max_episode_frames=max_frames)
+    ours = AtariGame(game.lower(), Config(frame_skip=4, noop_max=30, screen_size=84, frame_stack=4,
+                                          max_episode_frames=max_frames))
     (o1, i1), (o2, i2) = ref.reset(seed=5), ours.reset(seed=5)
     i1.pop("seeds")
     assert np.array_equal(o1, o2) and i1 == i2
@@ -87,3 +87,18 @@ def test_lean_atari_matches_gymnasium_preprocessing(game):
     assert ends >= 2
     ref.close()
     ours.close()
+
+
+def test_make_env_seeds_the_first_game_without_a_second_reset():
+    """make_env(seed) builds the env seeded; its first reset() starts the game reset(seed=seed) starts (one ROM
+    load per game: the worker no longer resets with the seed again)."""
+    cfg = Config(game="Pong")
+    env, ref = make_env(cfg, 7, for_eval=True), AtariGame("pong", cfg)
+    (o1, _), (o2, _) = env.reset(), ref.reset(seed=7)
+    assert np.array_equal(o1, o2)
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        a = int(rng.integers(ref.action_space.n))
+        assert np.array_equal(env.step(a)[0], ref.step(a)[0])
+    env.close()
+    ref.close()

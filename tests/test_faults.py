@@ -3,13 +3,16 @@
 import hashlib
 import os
 import signal
+import subprocess
 import tempfile
 import time
 from pathlib import Path
 
 import psutil
+import pytest
 import torch
 
+from tests import conftest
 from tests.conftest import read_summary, run_train, spawned_children, start_train, wait_gone
 
 LONG = ["--game", "CartPole-v1", "--threads", 2, "--frames", 10**9, "--eval-every", 10**8]
@@ -86,8 +89,11 @@ def test_sigterm_and_sigint_stop_everything_and_leave_nothing_behind(tmp_path):
         assert len(children) >= 3
         t0 = time.time()
         proc.send_signal(sig)
+        proc.wait(timeout=30)
+        left = wait_gone(children, 0)  # gone by the time train.py returns: no grace (the resource tracker was not)
         out, err = proc.communicate(timeout=30)
         assert time.time() - t0 < 10 and proc.returncode == status, err[-2000:]
+        assert not left, [" ".join(p.cmdline()) for p in left]
         s = read_summary(run)
         assert s["status"].startswith(("terminated", "interrupted")) and s["frames"] > 0
         assert torch.load(run / "checkpoint.pt", weights_only=True)["frames"] == s["frames"]
@@ -111,3 +117,15 @@ def test_nan_stops_training_and_keeps_the_last_good_checkpoint(tmp_path):
     assert line.startswith(("worker0: ", "worker1: "))
     assert hashlib.sha256((run / "checkpoint.pt").read_bytes()).hexdigest() == sha
     assert read_summary(run)["status"].startswith(("worker0: non-finite", "worker1: non-finite"))
+
+
+def test_a_test_that_times_out_leaves_no_trainer_behind(tmp_path):
+    """run_train's timeout (or any failure) in a test: the autouse fixture kills train.py and its children."""
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_train("--game", "CartPole-v1", "--threads", 2, "--frames", 10**9, "--run-dir", tmp_path / "run",
+                  timeout=30)
+    trainer = psutil.Process(conftest._started[-1].pid)
+    tree = [trainer, *trainer.children(recursive=True)]
+    assert len(tree) >= 3  # train.py, its workers and evaluator
+    conftest.kill_started()
+    assert wait_gone(tree, 10) == []

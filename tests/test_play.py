@@ -6,6 +6,7 @@ import math
 import re
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import imageio.v2 as imageio
 import numpy as np
@@ -14,9 +15,9 @@ import torch
 
 import hogwild_dqn
 from hogwild_dqn.config import Config
-from hogwild_dqn.networks import build_network
+from hogwild_dqn.networks import network_for
 from hogwild_dqn.policy import Policy, play_episode
-from tests.conftest import ROOT, read_summary, run_train
+from tests.conftest import read_summary, run_cmd, run_train
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +33,7 @@ def trained(tmp_path_factory):
 def _play(*args, make=False) -> subprocess.CompletedProcess:
     cmd = (["make", "--no-print-directory", "play", *args] if make
            else [sys.executable, "-m", "hogwild_dqn.play", *map(str, args)])
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    return run_cmd(cmd, 600)
 
 
 def test_make_play_scores_as_the_evaluator_recorded_and_writes_a_video(trained):
@@ -77,7 +78,7 @@ def test_load_policy_acts_on_the_env_make_env_builds(trained):
 
 def test_q_policy_is_epsilon_greedy():
     cfg = dataclasses.replace(Config(game="CartPole-v1", algo="nq"), eval_epsilon=0.0)
-    net = build_network((4,), 2, actor_critic=False, hidden=8, mlp_layers=1)
+    net = network_for(dataclasses.replace(cfg, hidden=8, mlp_layers=1), SimpleNamespace(obs_shape=(4,), n_actions=2))
     obs = np.array([0.1, -0.2, 0.3, 0.0], dtype=np.float32)
     greedy = int(net(torch.as_tensor(obs).unsqueeze(0)).argmax())
     assert {Policy(net, cfg, seed=s).act(obs) for s in range(20)} == {greedy}

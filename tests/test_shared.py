@@ -6,6 +6,7 @@ import torch
 import torch.multiprocessing as mp
 from torch import nn
 
+from hogwild_dqn.config import Config
 from hogwild_dqn.shared import (
     SharedAdam,
     SharedRMSprop,
@@ -63,8 +64,7 @@ def test_shared_adam_matches_torch_adam():
 
 def test_optimizer_state_is_in_shared_memory():
     net = nn.Linear(3, 2)
-    shared = build_shared(net, None, "rmsprop", threads=3, rms_alpha=0.99, rms_eps=0.1,
-                          adam_betas=[0.9, 0.999], adam_eps=1e-8)
+    shared = build_shared(net, None, Config(optimizer="rmsprop", rms_alpha=0.99, rms_eps=0.1), 3)
     assert all(p.is_shared() for p in net.parameters())
     assert all(t.is_shared() for t in shared.optimizer.square_avg)
 
@@ -73,8 +73,7 @@ def test_no_stale_gradient_after_zero_grad_sets_none():
     """Two pushes with different gradients apply exactly those two, even though zero_grad() sets None."""
     torch.manual_seed(0)
     shared_net, local = nn.Linear(2, 1, bias=False), nn.Linear(2, 1, bias=False)
-    shared = build_shared(shared_net, None, "rmsprop", threads=3, rms_alpha=0.99, rms_eps=0.1,
-                          adam_betas=[0.9, 0.999], adam_eps=1e-8)
+    shared = build_shared(shared_net, None, Config(optimizer="rmsprop", rms_alpha=0.99, rms_eps=0.1), 3)
     start = shared_net.weight.detach().clone().flatten().tolist()
     grads = []
     for x in ([1.0, 2.0], [-3.0, 0.5]):
@@ -96,8 +95,7 @@ def _child_step(shared, grad_value, steps):
 def test_child_process_updates_land_in_parent_tensors():
     ctx = mp.get_context("spawn")
     net = nn.Linear(2, 2)
-    shared = build_shared(net, None, "rmsprop", threads=3, rms_alpha=0.99, rms_eps=0.1, adam_betas=[0.9, 0.999],
-                          adam_eps=1e-8)
+    shared = build_shared(net, None, Config(optimizer="rmsprop", rms_alpha=0.99, rms_eps=0.1), 3)
     start = [p.detach().clone().flatten().tolist() for p in net.parameters()]
     for grad_value in (1.0, -0.5):  # one child after the other, so the result is deterministic
         p = ctx.Process(target=_child_step, args=(shared, grad_value, 3))
@@ -118,8 +116,7 @@ def _child_decay(shared, steps):
 def test_statistics_of_dead_units_decay_to_zero_not_to_denormals():
     ctx = mp.get_context("spawn")
     net = nn.Linear(2, 2)
-    shared = build_shared(net, None, "adam", threads=1, rms_alpha=0.99, rms_eps=0.1, adam_betas=[0.9, 0.999],
-                          adam_eps=1e-8)
+    shared = build_shared(net, None, Config(optimizer="adam", rms_alpha=0.99, rms_eps=0.1), 1)
     for m in shared.optimizer.exp_avg:
         m.fill_(1e-30)
     recv, send = ctx.Pipe(duplex=False)
@@ -146,8 +143,7 @@ def _child_count_frames(shared, rank, calls, n, interval, out):
 
 def test_frames_count_and_target_sync_once_per_interval_across_processes():
     ctx = mp.get_context("spawn")
-    shared = build_shared(nn.Linear(2, 2), nn.Linear(2, 2), "rmsprop", threads=3, rms_alpha=0.99, rms_eps=0.1,
-                          adam_betas=[0.9, 0.999], adam_eps=1e-8)
+    shared = build_shared(nn.Linear(2, 2), nn.Linear(2, 2), Config(optimizer="rmsprop"), 3)
     out = ctx.Queue()
     procs = [ctx.Process(target=_child_count_frames, args=(shared, r, 3000, 7, 100, out)) for r in range(3)]
     for p in procs:

@@ -2,18 +2,16 @@
 
 import json
 import os
-import subprocess
 import sys
 
-from tests.conftest import ROOT, run_train
+from tests.conftest import run_cmd, run_train
 
 
 def test_soak_reports_every_process(tmp_path):
     run = tmp_path / "soak"
-    proc = subprocess.run([sys.executable, "-m", "hogwild_dqn.soak", "--minutes", "0.5", "--from-minute", "0.25",
-                           "--interval", "2", "--max-growth", "50", "--run-dir", str(run), "--",
-                           "--game", "CartPole-v1", "--threads", "2"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300, check=False)
+    proc = run_cmd([sys.executable, "-m", "hogwild_dqn.soak", "--minutes", "0.5", "--from-minute", "0.25",
+                    "--interval", "2", "--max-growth", "50", "--run-dir", run, "--",
+                    "--game", "CartPole-v1", "--threads", "2"], 300)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
     rows = {line.split()[0]: line for line in proc.stdout.splitlines()}
     for name in ("main", "worker0", "worker1", "evaluator"):

@@ -2,14 +2,13 @@
 
 import math
 import re
-import subprocess
 import sys
 
 import imageio.v2 as imageio
 import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from tests.conftest import ROOT, read_summary, run_train
+from tests.conftest import read_summary, run_cmd, run_train
 
 
 def test_pong_run_dir_contents(tmp_path):
@@ -47,8 +46,7 @@ def test_pong_run_dir_contents(tmp_path):
     assert events.Scalars("eval/mean_return")[-1].step == s["frames"]  # x-axis: global frames
 
     # the run plays back: one game of the ALE's own screens into play.mp4
-    proc = subprocess.run([sys.executable, "-m", "hogwild_dqn.play", run, "--episodes", "1"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300, check=False)
+    proc = run_cmd([sys.executable, "-m", "hogwild_dqn.play", run, "--episodes", 1], 300)
     assert proc.returncode == 0 and re.search(r"^mean -?\d+ ± 0.0 over 1 games", proc.stdout, re.M), proc.stderr
     with imageio.get_reader(run / "play.mp4") as reader:
         assert reader.get_data(0).shape == (210, 160, 3) and reader.count_frames() > 100

@@ -1,7 +1,9 @@
 """The worker's action choice (A3C samples its softmax policy, Q methods act epsilon-greedily) and the loss over
 several games' segments."""
 
+import functools
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -9,18 +11,25 @@ import torch
 
 from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.algorithms.returns import Segment
-from hogwild_dqn.networks import build_network
+from hogwild_dqn.config import Config
+from hogwild_dqn.networks import network_for
 from hogwild_dqn.shared import NonFinite
-from hogwild_dqn.worker import act_many, segment_loss
+from hogwild_dqn.worker import Rollout, act_many, segment_loss
 
 
 def _net(actor_critic, head_bias):
-    net = build_network((4,), 3, actor_critic, 8, 1)
+    net = _mlp(actor_critic)
     with torch.no_grad():
         for p in net.parameters():
             p.zero_()
         (net.pi if actor_critic else net.q).bias.copy_(torch.tensor(head_bias))
     return net
+
+
+def _mlp(actor_critic: bool):
+    """A small CartPole-sized network: 4 inputs, 3 actions, one hidden layer of 8."""
+    cfg = Config(algo="a3c" if actor_critic else "nq", hidden=8, mlp_layers=1)
+    return network_for(cfg, SimpleNamespace(obs_shape=(4,), n_actions=3))
 
 
 def test_a3c_samples_its_policy():
@@ -44,7 +53,7 @@ def test_non_finite_policy_is_reported():
 
 def _row_policy_net():
     """The real A3C MLP network, set so that row i's logits are its own observation's first 3 entries."""
-    net = build_network((4,), 3, True, 8, 1)
+    net = _mlp(True)
     with torch.no_grad():
         for p in net.parameters():
             p.zero_()
@@ -74,7 +83,7 @@ def test_segment_loss_is_the_mean_of_each_games_loss(algo):
     gradients computed game by game."""
     torch.manual_seed(0)
     ac = algo == "a3c"
-    net, target = build_network((4,), 3, ac, 8, 1), None if ac else build_network((4,), 3, False, 8, 1)
+    net, target = _mlp(ac), None if ac else _mlp(False)
     E, T, n = 3, 4, [4, 2, 4]
     obs = torch.randn(E, T + 1, 4)
     actions = torch.randint(0, 3, (E, T + 1))
@@ -83,7 +92,8 @@ def test_segment_loss_is_the_mean_of_each_games_loss(algo):
     terminated[1, 1] = True
     truncated = torch.zeros(E, T, dtype=torch.bool)
     hp = {"gamma": 0.9, "entropy_beta": 0.01, "value_coef": 0.5}
-    loss, info = segment_loss(net, target, ALGORITHMS[algo].loss, hp, obs, actions, rewards, terminated, truncated, n)
+    loss, info = segment_loss(net, target, functools.partial(ALGORITHMS[algo].loss, **hp),
+                              Rollout(obs, actions, rewards, terminated, truncated), n)
     loss.backward()
     batched = [p.grad.clone() for p in net.parameters()]
 

@@ -1,0 +1,52 @@
+"""What the user sees and does at the console during a run, the same on one machine and on a cluster: the
+progress line, and Ctrl-C / SIGTERM turned into the run's final status."""
+
+from __future__ import annotations
+
+import signal
+import sys
+
+from tqdm import tqdm
+
+from hogwild_dqn.config import Config
+
+
+class Stopped(Exception):
+    """Raised in the main process by SIGTERM, like KeyboardInterrupt for SIGINT."""
+
+
+def _on_sigterm(signum, frame):
+    raise Stopped()
+
+
+class Console:
+    """`with Console(...) as console:` shows a progress line and catches a stop signal; `console.status` is then
+    (130, "interrupted (SIGINT)") or (143, "terminated (SIGTERM)"), else what the loop inside set."""
+
+    def __init__(self, cfg: Config, frames0: int, desc: str):
+        self.cfg, self.frames0, self.desc = cfg, frames0, desc
+        self.status: tuple[int, str] = (0, "finished")
+
+    def __enter__(self) -> Console:
+        # SIGINT raises KeyboardInterrupt even if the process started with SIGINT ignored (as a background job
+        # of a script does), so Ctrl-C and `kill -INT` always stop a run cleanly
+        signal.signal(signal.SIGTERM, _on_sigterm)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        self.bar = tqdm(total=self.cfg.frames, initial=self.frames0, unit="frame", unit_scale=True,
+                        dynamic_ncols=True, desc=self.desc, disable=not self.cfg.progress,
+                        mininterval=0.5 if sys.stderr.isatty() else 30)  # in a log file: a line every 30 s
+        return self
+
+    def show(self, frames: int, last_eval: dict | None) -> None:
+        self.bar.update(min(frames, self.cfg.frames) - self.bar.n)
+        if last_eval:
+            self.bar.set_postfix_str(f"eval {last_eval['mean_return']:.1f}", refresh=False)
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        self.bar.close()
+        if kind is KeyboardInterrupt:
+            self.status = (130, "interrupted (SIGINT)")
+        elif kind is Stopped:
+            self.status = (143, "terminated (SIGTERM)")
+        return kind in (KeyboardInterrupt, Stopped)

@@ -1,0 +1,91 @@
+"""Evaluation, written once: when to evaluate, playing the games, and what a result does (tensorboard, the
+run's best.pt and best_episode.gif, --stop-return).
+
+Its callers: the evaluator process of a single-machine run (evaluator.py), and on a cluster the Ray evaluator
+actor (plays) and the parameter holder (records), with the driver deciding when and whether to stop.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from hogwild_dqn import metrics
+from hogwild_dqn.checkpoint import atomic_save
+from hogwild_dqn.config import Config
+from hogwild_dqn.envs import make_env
+from hogwild_dqn.policy import EVAL_SEED_OFFSET, Policy, play_episode
+
+
+def next_point(frames: int, every: int) -> int:
+    """The first evaluation point after `frames`: evaluations fall on multiples of --eval-every."""
+    return (frames // every + 1) * every
+
+
+def points_skipped(evaluated: int, now: int, every: int) -> int:
+    """Evaluation points that training passed while the evaluation at `evaluated` frames was played; the next
+    evaluation takes the newest weights (at `now`) and stands for the last of them."""
+    return max(0, now // every - evaluated // every - 1)
+
+
+def play_games(policy: Policy, env, episodes: int) -> dict:
+    """Whole evaluation games from the policy's current weights: their raw scores' mean and spread."""
+    t0 = time.time()
+    returns = [play_episode(policy, env) for _ in range(episodes)]
+    return {"mean_return": float(np.mean(returns)), "std_return": float(np.std(returns)),
+            "episodes": len(returns), "seconds": time.time() - t0}
+
+
+def best_episode_gif(policy: Policy, cfg: Config, frames: int) -> bytes:
+    """One more game on a rendering env; its first --video-steps screens as an animated GIF (screens over 300
+    wide are halved)."""
+    env = make_env(cfg, cfg.seed + EVAL_SEED_OFFSET + frames, for_eval=True, render=True)
+    screens = []
+
+    def keep(screen):
+        if len(screens) < cfg.video_steps:
+            screens.append(screen[::2, ::2] if screen.shape[1] > 300 else screen)
+
+    try:
+        play_episode(policy, env, keep)
+    finally:
+        env.close()
+    return metrics.encode_gif(screens)
+
+
+def stop_reason(result: dict, stop_return: float | None) -> str | None:
+    """The run's final status when this evaluation reaches --stop-return; None otherwise."""
+    if stop_return is None or result["mean_return"] < stop_return:
+        return None
+    return f"solved: eval mean {result['mean_return']:g} >= --stop-return {stop_return:g}"
+
+
+class Recorder:
+    """Where a finished evaluation goes: tensorboard (eval/*, perf/eval_seconds), best.pt and best_episode.gif
+    at a new best. `best` is the best mean so far (earlier sessions of a resumed run included)."""
+
+    def __init__(self, run_dir: Path, writer, best: float):
+        self.run_dir, self.writer, self.best = Path(run_dir), writer, best
+
+    def is_new_best(self, result: dict) -> bool:
+        return result["mean_return"] > self.best
+
+    def record(self, result: dict, frames: int, state: Callable[[float], dict], gif: bytes | None = None) -> None:
+        """Log `result` (an evaluation at global `frames`); at a new best save best.pt from `state(best)` (the
+        weights that were played) and the GIF of one of their games, if given."""
+        for tag, key in ((metrics.EVAL_MEAN, "mean_return"), (metrics.EVAL_STD, "std_return"),
+                         (metrics.EVAL_SECONDS, "seconds")):
+            self.writer.add_scalar(tag, result[key], frames)
+        self.writer.flush()
+        if not self.is_new_best(result):
+            return
+        self.best = result["mean_return"]
+        atomic_save(state(self.best), self.run_dir / "best.pt")
+        if gif:
+            tmp = self.run_dir / ".best_episode.gif.tmp"
+            tmp.write_bytes(gif)
+            tmp.replace(self.run_dir / "best_episode.gif")
+            metrics.write_gif(self.writer, metrics.BEST_EPISODE, gif, frames)
