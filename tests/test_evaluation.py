@@ -1,0 +1,42 @@
+"""Evaluation written once: the evaluation points, late evaluators, --stop-return, and what a result records."""
+
+import numpy as np
+import torch
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from hogwild_dqn import metrics
+from hogwild_dqn.evaluation import Recorder, next_point, points_skipped, stop_reason
+
+
+def test_evaluation_points_fall_on_multiples_of_eval_every():
+    assert [next_point(f, 500) for f in (0, 499, 500, 501, 1499)] == [500, 500, 1000, 1000, 1500]
+
+
+def test_a_late_evaluator_counts_the_points_training_passed():
+    assert points_skipped(500, 999, 500) == 0       # the next point (1000) is still ahead
+    assert points_skipped(500, 1000, 500) == 0      # at it: evaluated next, nothing skipped
+    assert points_skipped(500, 1600, 500) == 1      # 1000 passed, 1500 is taken by the newest weights
+    assert points_skipped(500, 2600, 500) == 3
+
+
+def test_stop_return_names_the_evaluation_that_reached_it():
+    assert stop_reason({"mean_return": 17.9}, 18) is None and stop_reason({"mean_return": 30}, None) is None
+    assert stop_reason({"mean_return": 18.6}, 18) == "solved: eval mean 18.6 >= --stop-return 18"
+
+
+def test_recorder_keeps_best_pt_and_the_gif_only_at_a_new_best(tmp_path):
+    writer = metrics.make_writer(tmp_path, "evaluator")
+    rec = Recorder(tmp_path, writer, best=5.0)
+    gif = metrics.encode_gif([np.full((8, 12, 3), v, dtype=np.uint8) for v in (0, 255)])
+    result = {"mean_return": 4.0, "std_return": 1.0, "seconds": 0.5}
+    rec.record(result, 1000, lambda best: {"best_eval_return": best}, gif)  # below the earlier best: nothing
+    assert not (tmp_path / "best.pt").exists() and not (tmp_path / "best_episode.gif").exists()
+    rec.record({**result, "mean_return": 7.5}, 2000, lambda best: {"best_eval_return": best}, gif)
+    assert rec.best == 7.5 and torch.load(tmp_path / "best.pt")["best_eval_return"] == 7.5
+    assert (tmp_path / "best_episode.gif").read_bytes() == gif
+    writer.close()
+    events = EventAccumulator(str(tmp_path))
+    events.Reload()
+    assert [e.step for e in events.Scalars(metrics.EVAL_MEAN)] == [1000, 2000]
+    image = events.Images(metrics.BEST_EPISODE)[0]
+    assert (image.step, image.width, image.height) == (2000, 12, 8)
