@@ -29,7 +29,7 @@ TRAIN_ARGS = $(call opt,--game,$(GAME)) $(call opt,--algo,$(ALGO)) $(call opt,--
              $(call opt,--config,$(CONFIG)) $(call opt,--logdir,$(LOGDIR)) $(call opt,--resume,$(RESUME)) \
              $(call opt,--cluster,$(CLUSTER)) $(ARGS)
 
-.PHONY: install install-cluster install-baselines train test soak sweep report bench play baseline-sb3 clean-venv
+.PHONY: install install-cluster install-baselines train test soak sweep report bench play baseline-sb3 evidence clean-venv
 
 install: $(STAMP)
 
@@ -87,6 +87,10 @@ SB3_GAME = $(or $(GAME),Breakout)
 baseline-sb3: $(BASELINES_STAMP)
 	$(PY) baselines/sb3_a2c.py --game $(SB3_GAME) --frames $(or $(FRAMES),10000000) --seed $(or $(SEED),1) \
 	  --run-dir $(or $(RUN_DIR),runs/sb3-a2c-$(SB3_GAME)-s$(or $(SEED),1)) $(ARGS)
+
+# The README's results table: every run of it, one after another, skipping finished ones (hours on 2 cores).
+evidence: $(STAMP)
+	EVIDENCE_DIR=$(or $(LOGDIR),runs/evidence) scripts/evidence.sh
 
 # Memory soak: a real Pong run for MINUTES; RSS of every process at minute 5 and at the end.
 soak: $(STAMP)
