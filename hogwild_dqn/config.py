@@ -68,6 +68,17 @@ class Config:
     eps_finals: list = _f([0.1, 0.01, 0.5], "final epsilons a worker draws from")
     eps_probs: list = _f([0.4, 0.3, 0.3], "probabilities of eps_finals")
     eps_anneal_frames: int = _f(4_000_000, "global frames over which epsilon anneals")
+    # replay methods (dqn)
+    replay_size: int = _f(100_000, "dqn: transitions each worker's replay memory holds (Atari: about 7 KB each, "
+                                   "frames stored once as uint8)")
+    learning_starts: int = _f(50_000, "dqn: global frames before the workers start learning")
+    batch_size: int = _f(32, "dqn: transitions per minibatch")
+    train_every: int = _f(4, "dqn: a worker learns from one minibatch every this many of its agent steps")
+    double: bool = _f(False, "dqn: Double DQN targets (the online network picks the action, the target rates it)")
+    n_step: int = _f(1, "dqn: steps folded into each replayed return (never across an episode's end)")
+    replay: bool = _f(True, "dqn: sample minibatches from the replay memory; --no-replay learns from the newest "
+                            "--batch-size transitions only (the ablation)")
+    target: bool = _f(True, "dqn: bootstrap from the target network; --no-target from the online one (ablation)")
     # evaluation
     eval_every: int = _f(250_000, "global frames between evaluations")
     eval_episodes: int = _f(5, "episodes per evaluation")
@@ -110,12 +121,17 @@ class Config:
         if self.threads is not None:
             positive("threads", integer=True)
         for name in ("frames", "t_max", "envs_per_worker", "target_update", "eval_every", "eval_episodes", "hidden",
-                     "mlp_layers", "frame_skip", "frame_stack", "screen_size", "max_episode_frames", "log_every"):
+                     "mlp_layers", "frame_skip", "frame_stack", "screen_size", "max_episode_frames", "log_every",
+                     "replay_size", "batch_size", "train_every", "n_step"):
             positive(name, integer=True)
         for name in ("lr", "rms_alpha", "rms_eps", "adam_eps", "gamma", "reward_scale", "sync_seconds"):
             positive(name, integer=False)
         if not 0 < self.gamma <= 1 or not 0 < self.rms_alpha < 1:
             raise ConfigError("--gamma must be in (0, 1] and --rms-alpha in (0, 1)")
+        if self.batch_size > self.replay_size:
+            raise ConfigError(f"--batch-size {self.batch_size} is larger than --replay-size {self.replay_size}")
+        if ALGORITHMS[self.algo].replay and self.envs_per_worker != 1:
+            raise ConfigError(f"--algo {self.algo} plays one game per worker; --envs-per-worker must be 1")
         if self.eval_every > self.frames:
             raise ConfigError(f"--eval-every {self.eval_every} is larger than --frames {self.frames}")
         if len(self.eps_finals) != len(self.eps_probs) or abs(sum(self.eps_probs) - 1) > 1e-6:
@@ -130,9 +146,10 @@ class Config:
             raise ConfigError(f"--stop-return must be a finite number, got {self.stop_return!r}")
         if isinstance(self.max_restarts, bool) or self.max_restarts < 0:
             raise ConfigError(f"--max-restarts must be an integer >= 0, got {self.max_restarts!r}")
-        if min(self.noop_max, self.grad_clip, self.entropy_beta, self.eps_anneal_frames, self.video_steps) < 0:
-            raise ConfigError("--noop-max, --grad-clip, --entropy-beta, --eps-anneal-frames and --video-steps "
-                              "must be >= 0")
+        if min(self.noop_max, self.grad_clip, self.entropy_beta, self.eps_anneal_frames, self.video_steps,
+               self.learning_starts) < 0:
+            raise ConfigError("--noop-max, --grad-clip, --entropy-beta, --eps-anneal-frames, --video-steps and "
+                              "--learning-starts must be >= 0")
 
     def resolved_threads(self) -> int:
         return self.threads or (os.cpu_count() or 1)
@@ -191,10 +208,13 @@ def _is_number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def default_preset(game: str) -> Path:
-    """ALE games (Pong, ALE/Pong-v5) use configs/atari.yaml; other gymnasium ids (CartPole-v1, ...)
-    configs/cartpole.yaml. Decided by name alone, so that a bad --game is reported by envs.resolve."""
-    return CONFIG_DIR / ("cartpole.yaml" if "-v" in game and not game.startswith("ALE/") else "atari.yaml")
+def default_preset(game: str, algo: str) -> Path:
+    """ALE games (Pong, ALE/Pong-v5) use configs/atari.yaml (configs/dqn_atari.yaml for a replay method);
+    other gymnasium ids (CartPole-v1, ...) configs/cartpole.yaml. Decided by name alone, so that a bad --game
+    is reported by envs.resolve."""
+    if "-v" in game and not game.startswith("ALE/"):
+        return CONFIG_DIR / "cartpole.yaml"
+    return CONFIG_DIR / ("dqn_atari.yaml" if ALGORITHMS.get(algo) and ALGORITHMS[algo].replay else "atari.yaml")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -247,7 +267,8 @@ def load(argv: list[str] | None = None) -> tuple[Config, str | None, Path]:
     if resume is not None:
         source = Path(resume) / "config.yaml"
     else:
-        source = Path(args.pop("config", None) or default_preset(args.get("game", cfg.game)))
+        source = Path(args.pop("config", None) or default_preset(args.get("game", cfg.game),
+                                                                args.get("algo", cfg.algo)))
     values = read_yaml(source)
     if resume is not None:
         values["run_dir"] = str(resume)

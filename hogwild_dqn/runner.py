@@ -8,15 +8,18 @@ import os
 import sys
 from pathlib import Path
 
+import psutil
 import torch
 import torch.multiprocessing as mp
 
 from hogwild_dqn import config, metrics
+from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.checkpoint import atomic_save, resume_point
 from hogwild_dqn.config import Config, ConfigError
 from hogwild_dqn.envs import env_spec
 from hogwild_dqn.evaluator import snapshot
 from hogwild_dqn.processes import Processes, stop_resource_tracker, watch
+from hogwild_dqn.replay import check_memory
 from hogwild_dqn.rundir import Run, make_summary, no_prior, prepare_run_dir
 from hogwild_dqn.shared import all_finite, new_shared_state
 
@@ -25,6 +28,11 @@ def run(cfg: Config, resume: str | None = None) -> int:
     """Train; return the process exit status (0 finished, 1 a process failed, 130/143 interrupted)."""
     spec = env_spec(cfg)
     threads = cfg.resolved_threads()
+    if ALGORITHMS[cfg.algo].replay:  # before anything is written or started
+        too_big = check_memory(threads, cfg.replay_size, spec.obs_shape, spec.is_atari,
+                               psutil.virtual_memory().available)
+        if too_big:
+            raise ConfigError(too_big)
     run_dir = prepare_run_dir(cfg, threads, resume)
     if threads > (os.cpu_count() or 1):
         print(f"warning: {threads} workers on {os.cpu_count()} cores oversubscribe the CPU; "

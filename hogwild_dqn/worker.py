@@ -16,6 +16,7 @@ from hogwild_dqn.algorithms.returns import Segment
 from hogwild_dqn.envs import make_env
 from hogwild_dqn.exploration import draw_final_epsilon, epsilon, learning_rate
 from hogwild_dqn.networks import network_for
+from hogwild_dqn.replay_worker import run_replay_worker
 from hogwild_dqn.rundir import Run
 from hogwild_dqn.shared import (
     STOP,
@@ -30,8 +31,10 @@ from hogwild_dqn.shared import (
 
 
 def worker_process(rank: int, seed: int, run: Run, shared: SharedState, report) -> None:
-    """Process entry point (spawn); failures go up `report`, a pipe to the runner."""
-    run_child(f"worker{rank}", report, run_worker, rank, seed, run, shared)
+    """Process entry point (spawn); failures go up `report`, a pipe to the runner. A replay method has a loop
+    of its own (replay_worker.py)."""
+    loop = run_replay_worker if ALGORITHMS[run.cfg.algo].replay else run_worker
+    run_child(f"worker{rank}", report, loop, rank, seed, run, shared)
 
 
 def act_many(net: torch.nn.Module, obs: torch.Tensor, eps: float, actor_critic: bool,

@@ -6,7 +6,11 @@ from hogwild_dqn.config import CONFIG_DIR, load
 from tests.conftest import run_train
 
 BAD = [
-    (["--algo", "dqn"], "--algo 'dqn' is unknown; choose one of q1, sarsa1, nq, a3c"),
+    (["--algo", "dqnn"], "--algo 'dqnn' is unknown; choose one of q1, sarsa1, nq, a3c, dqn"),
+    (["--algo", "dqn", "--replay-size", "0"], "--replay-size must be a positive integer, got 0"),
+    (["--algo", "dqn", "--replay-size", "16", "--batch-size", "32"], "--batch-size 32 is larger than --replay-size 16"),
+    (["--algo", "dqn", "--game", "Pong", "--envs-per-worker", "8"], "--algo dqn plays one game per worker"),
+    (["--algo", "dqn", "--game", "Pong", "--replay-size", "1e9"], "transitions need 13,29"),
     (["--game", "Pongg"], "did you mean Pong"),
     (["--threads", "0"], "--threads must be a positive integer"),
     (["--threads", "-2"], "--threads must be a positive integer"),
@@ -93,3 +97,10 @@ def test_ale_games_default_to_the_preset_that_learns_on_few_cores(game):
     assert (paper.envs_per_worker, paper.rms_eps, paper.obs_standardize, paper.grad_clip) == (1, 0.1, False, 40.0)
     assert load(["--game", "CartPole-v1"])[2] == CONFIG_DIR / "cartpole.yaml"
 
+
+
+def test_dqn_takes_its_own_preset_on_ale_games():
+    cfg, _, source = load(["--game", "Breakout", "--algo", "dqn"])
+    assert source == CONFIG_DIR / "dqn_atari.yaml"
+    assert (cfg.replay_size, cfg.batch_size, cfg.lr) == (100_000, 32, 2.5e-4)
+    assert load(["--game", "CartPole-v1", "--algo", "dqn"])[2] == CONFIG_DIR / "cartpole.yaml"

@@ -10,7 +10,7 @@ import pytest
 from tests.conftest import read_summary, run_train
 
 THRESHOLD = 195
-BUDGETS = {"a3c": 100_000, "nq": 150_000, "q1": 150_000, "sarsa1": 150_000}
+BUDGETS = {"a3c": 100_000, "nq": 150_000, "q1": 150_000, "sarsa1": 150_000, "dqn": 80_000}
 
 
 @pytest.mark.parametrize("algo", list(BUDGETS))

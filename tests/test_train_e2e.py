@@ -85,3 +85,21 @@ def test_several_games_per_worker(tmp_path):
         ends = ea.Scalars(f"charts/episodic_length/{w}")
         # ~3000 frames per worker, 3 games of <= 400 frames each (no-op starts count): games ended and restarted
         assert len(ends) >= 3 and all(e.value <= 400 for e in ends), [e.value for e in ends]
+
+
+def test_dqn_pong_learns_from_its_replay_memory_and_syncs_target(tmp_path):
+    """The replay loop for real: Pong, 2 workers, each with its own memory; minibatches after 2,000 frames."""
+    run = tmp_path / "dqn"
+    proc = run_train("--game", "Pong", "--algo", "dqn", "--threads", 2, "--frames", 8000, "--learning-starts", 2000,
+                     "--target-update", 2000, "--eval-every", 8000, "--eval-episodes", 1, "--max-episode-frames", 2000,
+                     "--log-every", 10, "--run-dir", run, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.startswith("configs/dqn_atari.yaml: dqn on Pong, 2 workers x 1 game")
+    ckpt = torch.load(run / "checkpoint.pt", weights_only=True)
+    assert ckpt["target_epoch"] == ckpt["frames"] // 2000
+    ea = EventAccumulator(str(run))
+    ea.Reload()
+    for w in ("w0", "w1"):
+        assert len(ea.Scalars(f"losses/td_loss/{w}")) >= 3  # (8000 - 2000) / 2 / 4 frames / 4 steps / 10 updates
+        sizes = [e.value for e in ea.Scalars(f"charts/replay_size/{w}")]
+        assert sizes == sorted(sizes) and sizes[-1] > 500

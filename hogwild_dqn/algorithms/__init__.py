@@ -14,7 +14,8 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Algorithm:
     """What an algorithm needs from the trainer."""
-    loss_path: str                 # "module:function" of its pure loss: (outputs, target_q_next, segment, **hp)
+    loss_path: str                 # "module:function" of its pure loss: (outputs, target_q_next, segment, **hp),
+                                   # or for a replay method (q, next_q, next_q_online, batch)
     summary: str                   # one line for --help and the README
     actor_critic: bool             # network: (policy logits, state value); else one Q-value per action
     target_network: bool           # bootstraps from a shared target network copied every --target-update frames
@@ -38,4 +39,7 @@ ALGORITHMS = {
                     actor_critic=False, target_network=True),
     "a3c": Algorithm("hogwild_dqn.algorithms.a3c:a3c_loss", "advantage actor-critic (Algorithm S3)",
                      actor_critic=True, target_network=False),
+    "dqn": Algorithm("hogwild_dqn.algorithms.dqn:dqn_loss", "DQN with a replay memory in each worker (one "
+                     "worker: standard DQN; several: asynchronous DQN)", actor_critic=False, target_network=True,
+                     replay=True),
 }

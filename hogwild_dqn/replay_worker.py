@@ -1,0 +1,122 @@
+"""One DQN actor-learner with its own replay memory (asynchronous DQN; standard DQN with one worker).
+
+Each step: act epsilon-greedily with the latest shared weights, store the transition in this process's
+memory; every --train-every steps after --learning-starts global frames: copy the shared weights, compute the
+loss of one minibatch on the local copy and push its gradient through the shared optimizer (the Hogwild
+contract of shared.py, as the other algorithms). The memory never leaves this process.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+import torch
+
+from hogwild_dqn import metrics
+from hogwild_dqn.algorithms import ALGORITHMS
+from hogwild_dqn.algorithms.dqn import Batch
+from hogwild_dqn.envs import make_env
+from hogwild_dqn.exploration import draw_final_epsilon, epsilon, learning_rate
+from hogwild_dqn.networks import network_for
+from hogwild_dqn.replay import NStep, ReplayMemory
+from hogwild_dqn.rundir import Run
+from hogwild_dqn.shared import STOP, NonFinite, SharedState, add_frames, maybe_sync_target, push_gradients, sync_local
+
+
+class Learner:
+    """The local network and what one minibatch update needs."""
+
+    def __init__(self, run: Run, shared: SharedState):
+        self.cfg, self.shared = run.cfg, shared
+        self.local = network_for(run.cfg, run.spec)
+        self.params, self.shared_params = list(self.local.parameters()), list(shared.model.parameters())
+        self.loss_fn = ALGORITHMS[run.cfg.algo].loss
+
+    def act(self, obs, eps: float, rng: np.random.Generator) -> int:
+        if rng.random() < eps:
+            return int(rng.integers(self.local.q.out_features))
+        sync_local(self.params, self.shared_params)
+        with torch.inference_mode():
+            return int(self.local(torch.as_tensor(np.asarray(obs)).unsqueeze(0)).argmax())
+
+    def update(self, memory: ReplayMemory, rng: np.random.Generator, frames: int) -> dict:
+        """One minibatch: its loss on the freshly synced local copy, its gradient into the shared model."""
+        cfg = self.cfg
+        sync_local(self.params, self.shared_params)
+        obs, actions, returns, next_obs, terminated, discounts = (
+            memory.sample(cfg.batch_size, rng) if cfg.replay else memory.latest(cfg.batch_size))
+        q = self.local(obs)
+        with torch.no_grad():
+            bootstrap_net = self.shared.target if cfg.target else self.local
+            next_q = bootstrap_net(next_obs)
+            next_q_online = self.local(next_obs) if cfg.double else None
+        loss, info = self.loss_fn(q, next_q, next_q_online, Batch(actions, returns, terminated, discounts))
+        if not math.isfinite(loss.item()):
+            raise NonFinite(f"non-finite loss {loss.item()}")
+        for p in self.params:
+            p.grad = None
+        loss.backward()
+        lr = learning_rate(frames, cfg.lr, cfg.frames, cfg.lr_anneal)
+        info["losses/grad_norm"] = push_gradients(self.params, self.shared, lr, cfg.grad_clip)
+        return info
+
+
+def run_replay_worker(rank: int, seed: int, run: Run, shared: SharedState) -> None:
+    """The DQN worker loop; runs inline too (tests, debuggers)."""
+    cfg, spec = run.cfg, run.spec
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    if math.isnan(shared.worker_eps[rank]):  # drawn once per rank; a restarted or resumed worker keeps it
+        shared.worker_eps[rank] = draw_final_epsilon(rng, cfg.eps_finals, cfg.eps_probs)
+    final_eps = float(shared.worker_eps[rank])
+    shared.worker_seed[rank] = seed
+    env = make_env(cfg, seed, for_eval=False)
+    learner = Learner(run, shared)
+    memory = ReplayMemory(cfg.replay_size, spec.obs_shape, spec.is_atari)
+    nstep = NStep(cfg.n_step, cfg.gamma)
+    writer = metrics.make_writer(run.run_dir, f"worker{rank}")
+    obs, _ = env.reset()  # make_env seeded it
+    refs = memory.add_first(obs)
+    frames, steps, updates, sums = shared.frames(), 0, 0, {}
+    parent = os.getppid()  # if the runner is killed outright, this changes and the worker stops by itself
+    try:
+        while not shared.is_set(STOP) and frames < cfg.frames and os.getppid() == parent:
+            # --- act and remember
+            eps = epsilon(frames, cfg.eps_start, final_eps, cfg.eps_anneal_frames)
+            action = learner.act(obs, eps, rng)
+            obs, reward, term, trunc, info = env.step(action)
+            next_refs = memory.add_next(refs, obs)
+            for transition in nstep.push(refs, action, float(reward), next_refs, bool(term), bool(trunc)):
+                memory.add(*transition)
+            if "episode" in info:  # a whole game ended: log its raw score
+                writer.add_scalar(metrics.EPISODE_RETURN.format(rank=rank), float(info["episode"]["r"]), frames)
+                writer.add_scalar(metrics.EPISODE_LENGTH.format(rank=rank),
+                                  int(info["episode"]["l"]) * spec.frames_per_step, frames)
+            if term or trunc:
+                obs, _ = env.reset()
+                refs = memory.add_first(obs)
+            else:
+                refs = next_refs
+            steps += 1
+            frames = add_frames(shared, rank, spec.frames_per_step)
+            if rank == 0:
+                maybe_sync_target(shared, frames, cfg.target_update)
+
+            # --- learn
+            if steps % cfg.train_every or frames < cfg.learning_starts or len(memory) < cfg.batch_size:
+                continue
+            for key, v in learner.update(memory, rng, frames).items():
+                sums[key] = sums.get(key, 0.0) + v
+            updates += 1
+            if updates % cfg.log_every == 0:
+                for key, v in sums.items():
+                    writer.add_scalar(f"{key}/w{rank}", v / cfg.log_every, frames)
+                writer.add_scalar(metrics.EPSILON.format(rank=rank), eps, frames)
+                writer.add_scalar(f"charts/replay_size/w{rank}", len(memory), frames)
+                sums = {}
+    except NonFinite as e:  # say where: the message is the one line the user reads
+        raise NonFinite(f"{e} at update {updates + 1} (global frame {frames})") from None
+    writer.close()
+    env.close()
