@@ -29,7 +29,7 @@ TRAIN_ARGS = $(call opt,--game,$(GAME)) $(call opt,--algo,$(ALGO)) $(call opt,--
              $(call opt,--config,$(CONFIG)) $(call opt,--logdir,$(LOGDIR)) $(call opt,--resume,$(RESUME)) \
              $(call opt,--cluster,$(CLUSTER)) $(ARGS)
 
-.PHONY: install install-cluster install-baselines train test soak sweep report bench play baseline-sb3 evidence clean-venv
+.PHONY: install install-cluster install-baselines train test soak sweep report bench play baseline-sb3 evidence ablation clean-venv
 
 install: $(STAMP)
 
@@ -91,6 +91,10 @@ baseline-sb3: $(BASELINES_STAMP)
 # The README's results table: every run of it, one after another, skipping finished ones (hours on 2 cores).
 evidence: $(STAMP)
 	EVIDENCE_DIR=$(or $(LOGDIR),runs/evidence) scripts/evidence.sh
+
+# DQN's replay memory x target network, on and off, on CartPole with 5 seeds: table and plot (README "DQN ablation").
+ablation: $(STAMP)
+	$(PY) -m hogwild_dqn.ablation $(call opt,--logdir,$(LOGDIR)) $(call opt,--frames,$(FRAMES)) $(ARGS)
 
 # Memory soak: a real Pong run for MINUTES; RSS of every process at minute 5 and at the end.
 soak: $(STAMP)

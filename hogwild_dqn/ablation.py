@@ -1,0 +1,114 @@
+"""DQN's two additions to Q-learning, switched on and off: replay memory x target network, on CartPole.
+
+    python -m hogwild_dqn.ablation [--seeds 1 2 3 4 5] [--frames 80000] [--threads 2] [--logdir runs/ablation]
+    (or: make ablation)
+
+Runs train.py (--algo dqn) for each of the 4 settings and each seed, one after another, into
+<logdir>/<setting>/s<seed> (a run dir that holds summary.json is kept and not run again), then writes
+<logdir>/ablation.md (best and final evaluation mean ± std over seeds, frames to reach --score) and
+<logdir>/ablation.png (the mean evaluation curve of each setting).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display
+import matplotlib.pyplot as plt  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+SETTINGS = {  # name -> (run dir name, train.py flags)
+    "replay + target (DQN)": ("replay-target", []),
+    "replay, no target": ("replay-notarget", ["--no-target"]),
+    "target, no replay": ("noreplay-target", ["--no-replay"]),
+    "neither (online Q)": ("noreplay-notarget", ["--no-replay", "--no-target"]),
+}
+
+
+def run_all(args: argparse.Namespace) -> dict[str, list[dict]]:
+    """Every setting x seed (skipping finished ones); return each setting's summaries."""
+    out = {}
+    for name, (folder, flags) in SETTINGS.items():
+        out[name] = []
+        for seed in args.seeds:
+            run = args.logdir / folder / f"s{seed}"
+            if not (run / "summary.json").is_file():
+                cmd = [sys.executable, str(ROOT / "train.py"), "--game", args.game, "--algo", "dqn", "--threads",
+                       str(args.threads), "--frames", str(args.frames), "--seed", str(seed), "--eval-every",
+                       str(args.eval_every), "--run-dir", str(run), "--no-progress", *flags]
+                print(f"== {name}, seed {seed}: {' '.join(cmd[1:])}", flush=True)
+                if subprocess.run(cmd, cwd=ROOT, check=False).returncode != 0:
+                    raise SystemExit(f"ablation: the run in {run} failed; see its output above")
+            out[name].append(json.loads((run / "summary.json").read_text()))
+    return out
+
+
+def _spread(values: list[float]) -> str:
+    sd = statistics.stdev(values) if len(values) > 1 else 0.0
+    return f"{statistics.mean(values):.1f} ± {sd:.1f}"
+
+
+def table(results: dict[str, list[dict]], score: float) -> str:
+    lines = [f"| setting | runs | best eval (mean ± std) | final eval (mean ± std) | frames to {score:g} "
+             "(median of those that reached it) | reached |", "| --- | --- | --- | --- | --- | --- |"]
+    for name, runs in results.items():
+        best = [r["best_eval_return"] for r in runs]
+        final = [r["evals"][-1]["mean_return"] for r in runs]
+        reached = [next(e["frames"] for e in r["evals"] if e["mean_return"] >= score) for r in runs
+                   if any(e["mean_return"] >= score for e in r["evals"])]
+        median = f"{statistics.median(reached):,.0f}" if reached else "—"
+        lines.append(f"| {name} | {len(runs)} | {_spread(best)} | {_spread(final)} | {median} | "
+                     f"{len(reached)}/{len(runs)} |")
+    return "\n".join(lines)
+
+
+def plot(results: dict[str, list[dict]], out: Path) -> None:
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for name, runs in results.items():
+        points = sorted({e["frames"] // 1000 for r in runs for e in r["evals"]})
+        curve = []
+        for p in points:  # the mean over seeds of each seed's evaluation nearest to this point
+            vals = [min(r["evals"], key=lambda e, p=p: abs(e["frames"] // 1000 - p))["mean_return"] for r in runs]
+            curve.append(statistics.mean(vals))
+        ax.plot([p * 1000 for p in points], curve, marker=".", label=name)
+    ax.set_xlabel("global frames")
+    ax.set_ylabel("evaluation mean return (mean over seeds)")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m hogwild_dqn.ablation", description=__doc__.splitlines()[0])
+    p.add_argument("--game", default="CartPole-v1")
+    p.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3, 4, 5])
+    p.add_argument("--frames", type=int, default=80_000)
+    p.add_argument("--eval-every", type=int, default=10_000)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--score", type=float, default=195.0, help="the 'frames to' column's score")
+    p.add_argument("--logdir", type=Path, default=Path("runs/ablation"))
+    args = p.parse_args(argv)
+    if min(args.frames, args.eval_every, args.threads) < 1 or args.eval_every > args.frames:
+        p.error("--frames, --eval-every and --threads must be positive, --eval-every at most --frames")
+    results = run_all(args)
+    md = table(results, args.score)
+    header = (f"DQN ablation on {args.game}: {len(args.seeds)} seeds ({' '.join(map(str, args.seeds))}), "
+              f"{args.frames:,} frames, {args.threads} workers each\n\n")
+    (args.logdir / "ablation.md").write_text(header + md + "\n\n![curves](ablation.png)\n")
+    plot(results, args.logdir / "ablation.png")
+    print(header + md)
+    print(f"wrote {args.logdir / 'ablation.md'} and {args.logdir / 'ablation.png'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
