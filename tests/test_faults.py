@@ -123,7 +123,7 @@ def test_a_test_that_times_out_leaves_no_trainer_behind(tmp_path):
     """run_train's timeout (or any failure) in a test: the autouse fixture kills train.py and its children."""
     with pytest.raises(subprocess.TimeoutExpired):
         run_train("--game", "CartPole-v1", "--threads", 2, "--frames", 10**9, "--run-dir", tmp_path / "run",
-                  timeout=30)
+                  timeout=20)
     trainer = psutil.Process(conftest._started[-1].pid)
     tree = [trainer, *trainer.children(recursive=True)]
     assert len(tree) >= 3  # train.py, its workers and evaluator

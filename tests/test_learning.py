@@ -16,8 +16,9 @@ BUDGETS = {"a3c": 100_000, "nq": 150_000, "q1": 150_000, "sarsa1": 150_000, "dqn
 @pytest.mark.parametrize("algo", list(BUDGETS))
 def test_cartpole_learns(tmp_path, algo):
     run = tmp_path / algo
+    # --stop-return: a run that reaches the threshold has passed; the rest of its budget would prove nothing more
     proc = run_train("--game", "CartPole-v1", "--algo", algo, "--threads", 2, "--frames", BUDGETS[algo], "--seed", 1,
-                     "--run-dir", run, timeout=600)
+                     "--stop-return", THRESHOLD, "--run-dir", run, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     evals = read_summary(run)["evals"]
     reached = [e["frames"] for e in evals if e["mean_return"] >= THRESHOLD]
