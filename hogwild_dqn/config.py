@@ -217,13 +217,15 @@ def default_preset(game: str, algo: str) -> Path:
     return CONFIG_DIR / ("dqn_atari.yaml" if ALGORITHMS.get(algo) and ALGORITHMS[algo].replay else "atari.yaml")
 
 
-class _Parser(argparse.ArgumentParser):
+class Parser(argparse.ArgumentParser):
+    """argparse whose errors are one ConfigError line (exit 2), without the usage dump."""
+
     def error(self, message: str):
         raise ConfigError(message)  # one line and exit 2, without argparse's usage dump
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="train.py", description="Hogwild asynchronous deep RL (Mnih et al. 2016).",
+    p = Parser(prog="train.py", description="Hogwild asynchronous deep RL (Mnih et al. 2016).",
                                 argument_default=argparse.SUPPRESS)
     p.add_argument("--config", help="YAML preset (default: configs/atari.yaml for ALE games, "
                                     "configs/cartpole.yaml for gymnasium ids)")

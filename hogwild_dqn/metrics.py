@@ -24,6 +24,12 @@ EVAL_SECONDS = "perf/eval_seconds"
 BEST_EPISODE = "eval/best_episode"
 
 
+def log_episode(writer: SummaryWriter, rank: int, episode: dict, frames: int, frames_per_step: int) -> None:
+    """A whole game ended in worker `rank`: its raw score and its length in emulator frames."""
+    writer.add_scalar(EPISODE_RETURN.format(rank=rank), float(episode["r"]), frames)
+    writer.add_scalar(EPISODE_LENGTH.format(rank=rank), int(episode["l"]) * frames_per_step, frames)
+
+
 def make_writer(run_dir: Path, name: str) -> SummaryWriter:
     """One event file per process, all in the run dir, so tensorboard shows one run."""
     return SummaryWriter(log_dir=str(run_dir), filename_suffix=f".{name}", flush_secs=10)

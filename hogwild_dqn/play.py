@@ -16,20 +16,15 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from hogwild_dqn.config import ConfigError
+from hogwild_dqn.config import ConfigError, Parser
 from hogwild_dqn.envs import make_env, resolve
 from hogwild_dqn.policy import EVAL_SEED_OFFSET, load_policy, play_episode
 
 PLAY_SEED_OFFSET = 2 * EVAL_SEED_OFFSET  # games the evaluator did not play
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):
-        raise ConfigError(message)
-
-
 def parse(argv: list[str] | None) -> argparse.Namespace:
-    p = _Parser(prog="python -m hogwild_dqn.play", description="Play a trained agent and record a video.")
+    p = Parser(prog="python -m hogwild_dqn.play", description="Play a trained agent and record a video.")
     p.add_argument("run_dir", type=Path, help="a run dir holding best.pt or checkpoint.pt")
     p.add_argument("--episodes", type=int, default=10, help="whole games to play (default 10)")
     p.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="where the network runs")

@@ -22,7 +22,16 @@ from hogwild_dqn.exploration import draw_final_epsilon, epsilon, learning_rate
 from hogwild_dqn.networks import network_for
 from hogwild_dqn.replay import NStep, ReplayMemory
 from hogwild_dqn.rundir import Run
-from hogwild_dqn.shared import STOP, NonFinite, SharedState, add_frames, maybe_sync_target, push_gradients, sync_local
+from hogwild_dqn.shared import (
+    STOP,
+    NonFinite,
+    SharedState,
+    add_frames,
+    claim_exploration,
+    maybe_sync_target,
+    push_gradients,
+    sync_local,
+)
 
 
 class Learner:
@@ -68,10 +77,7 @@ def run_replay_worker(rank: int, seed: int, run: Run, shared: SharedState) -> No
     cfg, spec = run.cfg, run.spec
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
-    if math.isnan(shared.worker_eps[rank]):  # drawn once per rank; a restarted or resumed worker keeps it
-        shared.worker_eps[rank] = draw_final_epsilon(rng, cfg.eps_finals, cfg.eps_probs)
-    final_eps = float(shared.worker_eps[rank])
-    shared.worker_seed[rank] = seed
+    final_eps = claim_exploration(shared, rank, seed, lambda: draw_final_epsilon(rng, cfg.eps_finals, cfg.eps_probs))
     env = make_env(cfg, seed, for_eval=False)
     learner = Learner(run, shared)
     memory = ReplayMemory(cfg.replay_size, spec.obs_shape, spec.is_atari)
@@ -90,10 +96,8 @@ def run_replay_worker(rank: int, seed: int, run: Run, shared: SharedState) -> No
             next_refs = memory.add_next(refs, obs)
             for transition in nstep.push(refs, action, float(reward), next_refs, bool(term), bool(trunc)):
                 memory.add(*transition)
-            if "episode" in info:  # a whole game ended: log its raw score
-                writer.add_scalar(metrics.EPISODE_RETURN.format(rank=rank), float(info["episode"]["r"]), frames)
-                writer.add_scalar(metrics.EPISODE_LENGTH.format(rank=rank),
-                                  int(info["episode"]["l"]) * spec.frames_per_step, frames)
+            if "episode" in info:
+                metrics.log_episode(writer, rank, info["episode"], frames, spec.frames_per_step)
             if term or trunc:
                 obs, _ = env.reset()
                 refs = memory.add_first(obs)

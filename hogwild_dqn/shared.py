@@ -213,6 +213,15 @@ def maybe_sync_target(shared: SharedState, frames: int, target_update: int) -> b
     return True
 
 
+def claim_exploration(shared: SharedState, rank: int, seed: int, draw) -> float:
+    """A worker's final epsilon: drawn once per rank with `draw()`, kept by a restarted or resumed worker; its
+    current seed is recorded beside it for checkpoints."""
+    if math.isnan(shared.worker_eps[rank]):
+        shared.worker_eps[rank] = draw()
+    shared.worker_seed[rank] = seed
+    return float(shared.worker_eps[rank])
+
+
 def new_shared_state(cfg: Config, spec, threads: int, extra_frame_slots: int = 0) -> SharedState:
     """The network (and target network for the Q methods) and the optimizer of cfg, in shared memory."""
     net = lambda: network_for(cfg, spec)  # noqa: E731

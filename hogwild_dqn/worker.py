@@ -23,6 +23,7 @@ from hogwild_dqn.shared import (
     NonFinite,
     SharedState,
     add_frames,
+    claim_exploration,
     maybe_sync_target,
     push_gradients,
     run_child,
@@ -71,10 +72,7 @@ def run_worker(rank: int, seed: int, run: Run, shared: SharedState) -> None:
     algo = ALGORITHMS[cfg.algo]
     actor_critic = algo.actor_critic
     loss_fn = functools.partial(algo.loss, gamma=cfg.gamma, entropy_beta=cfg.entropy_beta, value_coef=cfg.value_coef)
-    if math.isnan(shared.worker_eps[rank]):  # drawn once per rank; a restarted or resumed worker keeps it
-        shared.worker_eps[rank] = draw_final_epsilon(rng, cfg.eps_finals, cfg.eps_probs)
-    final_eps = float(shared.worker_eps[rank])
-    shared.worker_seed[rank] = seed
+    final_eps = claim_exploration(shared, rank, seed, lambda: draw_final_epsilon(rng, cfg.eps_finals, cfg.eps_probs))
     E = cfg.envs_per_worker
     envs = [make_env(cfg, env_seed(seed, k), for_eval=False) for k in range(E)]
     local = network_for(cfg, spec)
@@ -113,11 +111,8 @@ def run_worker(rank: int, seed: int, run: Run, shared: SharedState) -> None:
                     obs_buf[k, t + 1] = torch.as_tensor(np.asarray(obs))
                     rewards[k, t], terminated[k, t], truncated[k, t] = float(r), bool(term), bool(trunc)
                     n[k] = t + 1
-                    if "episode" in info:  # a whole game ended: log its raw score
-                        writer.add_scalar(metrics.EPISODE_RETURN.format(rank=rank), float(info["episode"]["r"]),
-                                          frames)
-                        writer.add_scalar(metrics.EPISODE_LENGTH.format(rank=rank),
-                                          int(info["episode"]["l"]) * spec.frames_per_step, frames)
+                    if "episode" in info:
+                        metrics.log_episode(writer, rank, info["episode"], frames, spec.frames_per_step)
                 live = [k for k in live if not (terminated[k, t] or truncated[k, t])]
                 if t + 1 < T and live:  # the action in the segment's last state is chosen after the next sync
                     actions[live, t + 1] = torch.tensor(act_many(local, obs_buf[live, t + 1], eps, actor_critic, rng))
