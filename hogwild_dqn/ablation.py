@@ -4,7 +4,7 @@
     (or: make ablation)
 
 Runs train.py (--algo dqn) for each of the 4 settings and each seed, one after another, into
-<logdir>/<setting>/s<seed> (a run dir that holds summary.json is kept and not run again), then writes
+<logdir>/<setting>/s<seed> (a finished run is kept and not run again; a cut one is resumed), then writes
 <logdir>/ablation.md (best and final evaluation mean ± std over seeds, frames to reach --score) and
 <logdir>/ablation.png (the mean evaluation curve of each setting).
 """
@@ -16,6 +16,7 @@ import json
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import matplotlib
@@ -39,15 +40,25 @@ def run_all(args: argparse.Namespace) -> dict[str, list[dict]]:
         out[name] = []
         for seed in args.seeds:
             run = args.logdir / folder / f"s{seed}"
-            if not (run / "summary.json").is_file():
+            if not finished(run):
                 cmd = [sys.executable, str(ROOT / "train.py"), "--game", args.game, "--algo", "dqn", "--threads",
                        str(args.threads), "--frames", str(args.frames), "--seed", str(seed), "--eval-every",
                        str(args.eval_every), "--run-dir", str(run), "--no-progress", *flags]
+                if (run / "checkpoint.pt").is_file():  # a run that was cut: continue it
+                    cmd = [sys.executable, str(ROOT / "train.py"), "--resume", str(run), "--no-progress"]
+                elif run.exists():  # cut before its first checkpoint: kept aside, started again
+                    run.rename(run.with_name(f"{run.name}.cut-{int(time.time())}"))
                 print(f"== {name}, seed {seed}: {' '.join(cmd[1:])}", flush=True)
                 if subprocess.run(cmd, cwd=ROOT, check=False).returncode != 0:
                     raise SystemExit(f"ablation: the run in {run} failed; see its output above")
             out[name].append(json.loads((run / "summary.json").read_text()))
     return out
+
+
+def finished(run: Path) -> bool:
+    """A run dir whose summary says it trained all its frames (a cut one says "interrupted ...")."""
+    summary = run / "summary.json"
+    return summary.is_file() and json.loads(summary.read_text())["status"] == "finished"
 
 
 def _spread(values: list[float]) -> str:
