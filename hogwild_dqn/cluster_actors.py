@@ -63,13 +63,13 @@ class ParameterHolder:
                 self.tnet.load_state_dict(start["target"])
                 self.target = _flat(list(self.tnet.parameters())).clone()
         self.frames, self.target_epoch = start["frames"], start["target_epoch"]
-        self.frames0, self.evals, self.best = start["frames"], list(start["evals"]), start["best"]
+        self.frames0, self.evals = start["frames"], list(start["evals"])
         self.wall0, self.t0 = start["wall_seconds"], time.time()
         self.stop, self.node_frames, self.sync_seconds = False, {}, []
         self.writer = metrics.make_writer(self.run_dir, "holder")
-        self.recorder = Recorder(self.run_dir, self.writer, self.best)
+        self.recorder = Recorder(self.run_dir, self.writer, start["best"])  # the only record of the best
         self.run = Run(cfg, spec, self.run_dir, cfg.threads or 0, session_start=self.t0,
-                       prior={"frames": self.frames0, "wall_seconds": self.wall0, "evals": [], "best": self.best,
+                       prior={"frames": self.frames0, "wall_seconds": self.wall0, "evals": [], "best": start["best"],
                               "device": None})
 
     def exchange(self, node: str, delta, frames: int, target_epoch: int, sync_seconds: float | None) -> dict:
