@@ -22,6 +22,7 @@ BENCH_ARGS ?=
 CLUSTER ?=
 RUN     ?=
 EPISODES ?= 10
+ROWS    ?=
 
 opt = $(if $(strip $(2)),$(1) $(2))
 TRAIN_ARGS = $(call opt,--game,$(GAME)) $(call opt,--algo,$(ALGO)) $(call opt,--threads,$(THREADS)) \
@@ -88,9 +89,9 @@ baseline-sb3: $(BASELINES_STAMP)
 	$(PY) baselines/sb3_a2c.py --game $(SB3_GAME) --frames $(or $(FRAMES),10000000) --seed $(or $(SEED),1) \
 	  --run-dir $(or $(RUN_DIR),runs/sb3-a2c-$(SB3_GAME)-s$(or $(SEED),1)) $(ARGS)
 
-# The README's results table: every run of it, one after another, skipping finished ones (hours on 2 cores).
+# The README's results table: every run of it (or ROWS="name ..."), one after another, skipping finished ones (hours).
 evidence: $(STAMP)
-	EVIDENCE_DIR=$(or $(LOGDIR),runs/evidence) scripts/evidence.sh
+	EVIDENCE_DIR=$(or $(LOGDIR),runs/evidence) scripts/evidence.sh $(ROWS)
 
 # DQN's replay memory x target network, on and off, on CartPole with 5 seeds: table and plot (README "DQN ablation").
 ablation: $(STAMP)

@@ -1,22 +1,34 @@
 #!/usr/bin/env bash
 # The README's results table, run after run (each takes the whole 2-core machine): `make evidence`.
+# `scripts/evidence.sh ROW...` (make evidence ROWS="...") runs only the named rows, in the order given.
 # A run whose dir already holds summary.json is skipped, so the list can be resumed; each run's console
 # output goes to <dir>.log beside it and the start and end of each run to chain.log.
 set -u
 cd "$(dirname "$0")/.."
 OUT=${EVIDENCE_DIR:-runs/evidence}
 mkdir -p "$OUT"
-run() {  # run dir name, then the variables of `make train`
-  local name=$1; shift
-  [ -e "$OUT/$name/summary.json" ] && return
-  [ -e "$OUT/$name" ] && { echo "$OUT/$name exists without summary.json: resume or remove it" >&2; return; }
-  echo "== $(date -u +%FT%TZ) start $name: make train $*" >> "$OUT/chain.log"
-  make --no-print-directory train "$@" RUN_DIR="$OUT/$name" > "$OUT/$name.log" 2>&1
+declare -A ROW
+ORDER=()
+row() {  # run dir name, then the make target and its variables
+  ROW[$1]=$(printf '%q ' "${@:2}")
+  ORDER+=("$1")
+}
+for seed in 1 2 3; do row "pong-a3c-s$seed" train GAME=Pong SEED=$seed ARGS="--stop-return 18"; done
+row pong-q1-s1 train GAME=Pong ALGO=q1 SEED=1 FRAMES=10000000 ARGS="--stop-return 18"
+row pong-sarsa1-s1 train GAME=Pong ALGO=sarsa1 SEED=1 FRAMES=10000000 ARGS="--stop-return 18"
+for game in Breakout SpaceInvaders BeamRider Qbert; do
+  row "$(echo $game | tr A-Z a-z)-a3c-s1" train GAME=$game SEED=1 FRAMES=10000000
+done
+row sb3-a2c-breakout-s1 baseline-sb3 GAME=Breakout SEED=1 FRAMES=10000000
+
+run() {  # one row by name
+  local name=$1
+  [ -n "${ROW[$name]+x}" ] || { echo "evidence.sh: no row named $name; rows: ${ORDER[*]}" >&2; return 2; }
+  [ -e "$OUT/$name/summary.json" ] && return 0
+  [ -e "$OUT/$name" ] && { echo "$OUT/$name exists without summary.json: resume or remove it" >&2; return 0; }
+  echo "== $(date -u +%FT%TZ) start $name: make ${ROW[$name]}" >> "$OUT/chain.log"
+  eval make --no-print-directory "${ROW[$name]}" RUN_DIR="$OUT/$name" > "$OUT/$name.log" 2>&1
   echo "== $(date -u +%FT%TZ) end $name rc=$?" >> "$OUT/chain.log"
 }
-for seed in 1 2 3; do run "pong-a3c-s$seed" GAME=Pong SEED=$seed ARGS="--stop-return 18"; done
-run pong-q1-s1 GAME=Pong ALGO=q1 SEED=1 FRAMES=10000000 ARGS="--stop-return 18"
-run pong-sarsa1-s1 GAME=Pong ALGO=sarsa1 SEED=1 FRAMES=10000000 ARGS="--stop-return 18"
-for game in Breakout SpaceInvaders BeamRider Qbert; do
-  run "$(echo $game | tr A-Z a-z)-a3c-s1" GAME=$game SEED=1 FRAMES=10000000
-done
+if [ $# -eq 0 ]; then set -- "${ORDER[@]}"; fi
+for name in "$@"; do run "$name" || exit $?; done
