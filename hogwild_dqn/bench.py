@@ -1,11 +1,14 @@
 """Throughput benchmark: the bare emulator and the trainer's workers, measured side by side in one run.
 
-    python -m hogwild_dqn.bench [--threads 1 2] [--algos a3c nq q1 sarsa1] [--envs 1 8] [--seconds 8] [--repeats 3]
+    python -m hogwild_dqn.bench [--threads 1 2] [--algos q1 sarsa1 nq a3c dqn] [--envs 1 8] [--seconds 8]
     make bench
 
 Each point starts real worker processes over real shared memory (evaluator off), lets them warm up, counts
-the global frames over --seconds, and stops them; points are interleaved across repeats so that a noisy
-machine hurts every point alike. Medians are reported, with bench.md and bench.json written to --out.
+the global frames and the updates pushed over --seconds, and stops them; points are interleaved across
+repeats so that a noisy machine hurts every point alike. Medians are reported, with bench.md and bench.json
+written to --out. A replay method (dqn) runs its own preset (configs/dqn_atari.yaml) with minibatches from
+its first --batch-size transitions, so that what is measured is its steady state of acting and learning;
+it plays one game per worker, so it is measured at --envs 1 only.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import torch
 import torch.multiprocessing as mp
 
 from hogwild_dqn.algorithms import ALGORITHMS
-from hogwild_dqn.config import Config
+from hogwild_dqn.config import Config, default_preset, read_yaml
 from hogwild_dqn.envs import env_spec
 from hogwild_dqn.processes import Child
 from hogwild_dqn.rundir import Run
@@ -49,8 +52,9 @@ def emulator_fps(cfg: Config, seconds: float) -> float:
     return steps * cfg.frame_skip / (time.perf_counter() - t0)
 
 
-def workers_fps(cfg: Config, threads: int, warmup: float, seconds: float) -> float:
-    """Global frames/s of `threads` real worker processes over one shared network, after a warm-up."""
+def workers_fps(cfg: Config, threads: int, warmup: float, seconds: float) -> tuple[float, float]:
+    """Global frames/s and updates/s of `threads` real worker processes over one shared network, after a
+    warm-up."""
     spec = env_spec(cfg)
     shared = new_shared_state(cfg, spec, threads)
     ctx = mp.get_context("spawn")
@@ -61,9 +65,9 @@ def workers_fps(cfg: Config, threads: int, warmup: float, seconds: float) -> flo
             while shared.frames() == 0 and all(k.proc.is_alive() for k in kids):
                 time.sleep(0.05)  # every process imported torch and built its env
             time.sleep(warmup)
-            f0, t0 = shared.frames(), time.perf_counter()
+            f0, u0, t0 = shared.frames(), int(shared.worker_updates.sum()), time.perf_counter()
             time.sleep(seconds)
-            f1, t1 = shared.frames(), time.perf_counter()
+            f1, u1, t1 = shared.frames(), int(shared.worker_updates.sum()), time.perf_counter()
             dead = [k for k in kids if not k.proc.is_alive()]
             if dead:
                 for k in dead:
@@ -77,7 +81,17 @@ def workers_fps(cfg: Config, threads: int, warmup: float, seconds: float) -> flo
                 k.proc.join(timeout=10)
                 if k.proc.is_alive():
                     k.proc.terminate()
-    return (f1 - f0) / (t1 - t0)
+    return (f1 - f0) / (t1 - t0), (u1 - u0) / (t1 - t0)
+
+
+def point_config(base: Config, algo: str, envs: int) -> Config:
+    """The config of one point: the base values, or a replay method's own preset learning from the start."""
+    values = {**base.to_dict(), "algo": algo, "envs_per_worker": envs}
+    if ALGORITHMS[algo].replay:
+        preset = read_yaml(default_preset(base.game, algo))
+        values.update({**preset, "game": base.game, "frames": base.frames, "eval_every": base.eval_every,
+                       "learning_starts": 0})
+    return Config(**values)
 
 
 def table(cores: int, emu: float, results: list[dict], frame_skip: int) -> str:
@@ -85,13 +99,15 @@ def table(cores: int, emu: float, results: list[dict], frame_skip: int) -> str:
     one = {(r["algo"], r["envs_per_worker"]): r["frames_per_second"] for r in results if r["threads"] == 1}
     lines = [f"cores: {cores}; bare emulator (ALE, frame skip {frame_skip}, random actions): {emu:,.0f} frames/s",
              "", "| algo | workers | games per worker | frames/s | agent steps/s | frames/s per worker | "
-             "scaling efficiency | per worker / emulator |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "updates/s per worker | scaling efficiency | per worker / emulator |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in results:
         key = (r["algo"], r["envs_per_worker"])
         eff = r["frames_per_second"] / (r["threads"] * one[key]) if key in one else None
         per = r["frames_per_second"] / r["threads"]
         lines.append(f"| {r['algo']} | {r['threads']} | {r['envs_per_worker']} | {r['frames_per_second']:,.0f} | "
-                     f"{r['agent_steps_per_second']:,.0f} | {per:,.0f} | {'—' if eff is None else f'{eff:.2f}'} | "
+                     f"{r['agent_steps_per_second']:,.0f} | {per:,.0f} | "
+                     f"{r['updates_per_second'] / r['threads']:,.0f} | {'—' if eff is None else f'{eff:.2f}'} | "
                      f"{per / emu:.2f} |")
     return "\n".join(lines)
 
@@ -99,9 +115,7 @@ def table(cores: int, emu: float, results: list[dict], frame_skip: int) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m hogwild_dqn.bench", description=__doc__.splitlines()[0])
     p.add_argument("--game", default="Pong")
-    # the replay methods' throughput (frames and updates/s) is not measured here yet
-    p.add_argument("--algos", nargs="+", default=[a for a, alg in ALGORITHMS.items() if not alg.replay],
-                   choices=[a for a, alg in ALGORITHMS.items() if not alg.replay])
+    p.add_argument("--algos", nargs="+", default=list(ALGORITHMS), choices=list(ALGORITHMS))
     p.add_argument("--threads", nargs="+", type=int, default=[1, 2], help="worker counts to measure")
     p.add_argument("--envs", nargs="+", type=int, default=[1],
                    help="games per worker to measure (--envs-per-worker of train.py)")
@@ -118,18 +132,23 @@ def main(argv: list[str] | None = None) -> int:
     cores = os.cpu_count() or 1
     print(f"benchmark on {cores} cores: {args.game}, {args.repeats} repeats of {args.seconds:g} s per point")
     base = Config(game=args.game, frames=10**12, progress=False, video_steps=0)
-    emu, samples = [], {(a, e, n): [] for a in args.algos for e in args.envs for n in args.threads}
+    emu, samples = [], {(a, e, n): [] for a in args.algos for e in args.envs for n in args.threads
+                        if e == 1 or not ALGORITHMS[a].replay}
     for rep in range(args.repeats):
         emu.append(emulator_fps(base, args.seconds))
         for algo, e, n in samples:
-            cfg = Config(**{**base.to_dict(), "algo": algo, "envs_per_worker": e})
-            samples[(algo, e, n)].append(workers_fps(cfg, n, args.warmup, args.seconds))
-            print(f"  repeat {rep + 1}: {algo} x{n}, {e} games each: {samples[(algo, e, n)][-1]:,.0f} frames/s",
+            fps, ups = workers_fps(point_config(base, algo, e), n, args.warmup, args.seconds)
+            samples[(algo, e, n)].append((fps, ups))
+            print(f"  repeat {rep + 1}: {algo} x{n}, {e} games each: {fps:,.0f} frames/s, {ups:,.1f} updates/s",
                   flush=True)
     emu_med = statistics.median(emu)
-    results = [{"algo": a, "threads": n, "envs_per_worker": e, "frames_per_second": statistics.median(v),
-                "agent_steps_per_second": statistics.median(v) / base.frame_skip, "repeats": len(v),
-                "samples": v} for (a, e, n), v in samples.items()]
+    results = []
+    for (a, e, n), v in samples.items():
+        fps = statistics.median(f for f, _ in v)
+        results.append({"algo": a, "threads": n, "envs_per_worker": e, "frames_per_second": fps,
+                        "agent_steps_per_second": fps / base.frame_skip,
+                        "updates_per_second": statistics.median(u for _, u in v), "repeats": len(v),
+                        "samples": [f for f, _ in v], "update_samples": [u for _, u in v]})
     md = table(cores, emu_med, results, base.frame_skip)
     print(md)
     (out / "bench.md").write_text(md + "\n")

@@ -37,8 +37,8 @@ from hogwild_dqn.shared import (
 class Learner:
     """The local network and what one minibatch update needs."""
 
-    def __init__(self, run: Run, shared: SharedState):
-        self.cfg, self.shared = run.cfg, shared
+    def __init__(self, run: Run, shared: SharedState, rank: int):
+        self.cfg, self.shared, self.rank = run.cfg, shared, rank
         self.local = network_for(run.cfg, run.spec)
         self.params, self.shared_params = list(self.local.parameters()), list(shared.model.parameters())
         self.loss_fn = ALGORITHMS[run.cfg.algo].loss
@@ -68,7 +68,7 @@ class Learner:
             p.grad = None
         loss.backward()
         lr = learning_rate(frames, cfg.lr, cfg.frames, cfg.lr_anneal)
-        info["losses/grad_norm"] = push_gradients(self.params, self.shared, lr, cfg.grad_clip)
+        info["losses/grad_norm"] = push_gradients(self.params, self.shared, self.rank, lr, cfg.grad_clip)
         return info
 
 
@@ -79,7 +79,7 @@ def run_replay_worker(rank: int, seed: int, run: Run, shared: SharedState) -> No
     rng = np.random.default_rng(seed)
     final_eps = claim_exploration(shared, rank, seed, lambda: draw_final_epsilon(rng, cfg.eps_finals, cfg.eps_probs))
     env = make_env(cfg, seed, for_eval=False)
-    learner = Learner(run, shared)
+    learner = Learner(run, shared, rank)
     memory = ReplayMemory(cfg.replay_size, spec.obs_shape, spec.is_atari)
     nstep = NStep(cfg.n_step, cfg.gamma)
     writer = metrics.make_writer(run.run_dir, f"worker{rank}")

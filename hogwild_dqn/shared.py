@@ -10,6 +10,8 @@ What is shared between processes (all in shared memory, handed to children at sp
   memory, allocated eagerly before spawning so every process sees the same tensors. Its step is lock-free.
 - `worker_frames`: one frame counter per worker, each written by its worker alone; global frames are their
   sum. They drive the schedules, the target sync, the evaluator and the stopping rule.
+- `worker_updates`: one counter per worker of the updates it pushed, written by `push_gradients` for that
+  worker alone (read by `make bench`).
 - `flags`: STOP (the runner asks every worker to finish its segment and exit) and WORKERS_DONE (every worker
   has exited: the evaluator runs its last evaluation and exits). Polled, never waited on.
 - `worker_eps`, `worker_seed`: each worker's drawn final epsilon and current seed (its exploration state),
@@ -141,6 +143,7 @@ class SharedState:
     flags: torch.Tensor          # [2] uint8, STOP and WORKERS_DONE
     worker_eps: torch.Tensor     # [threads] float64, NaN until the worker has drawn its final epsilon
     worker_seed: torch.Tensor    # [threads] int64, the seed each worker (re)started with
+    worker_updates: torch.Tensor  # [threads] int64, the updates each worker pushed into the shared model
 
     def frames(self) -> int:
         """Global frames, all workers together."""
@@ -169,7 +172,7 @@ def build_shared(model: nn.Module, target: nn.Module | None, cfg: Config, thread
     zeros = lambda n, dtype: torch.zeros(n, dtype=dtype).share_memory_()  # noqa: E731
     return SharedState(model, target, opt, zeros(threads + extra_frame_slots, torch.int64), zeros(1, torch.int64),
                        zeros(2, torch.uint8), torch.full((threads,), math.nan, dtype=torch.float64).share_memory_(),
-                       zeros(threads, torch.int64))
+                       zeros(threads, torch.int64), zeros(threads, torch.int64))
 
 
 @torch.no_grad()
@@ -178,8 +181,9 @@ def sync_local(local_params: list[torch.Tensor], shared_params: list[torch.Tenso
     torch._foreach_copy_(local_params, shared_params)
 
 
-def push_gradients(params: list[torch.Tensor], shared: SharedState, lr: float, grad_clip: float) -> float:
-    """Clip the gradients of the local `params` and apply them to the shared parameters; return the pre-clip norm.
+def push_gradients(params: list[torch.Tensor], shared: SharedState, rank: int, lr: float, grad_clip: float) -> float:
+    """Clip the gradients of worker `rank`'s local `params`, apply them to the shared parameters and count the
+    update; return the pre-clip norm.
 
     Raises NonFinite, before touching the shared parameters, if the gradient holds NaN or Inf.
     """
@@ -188,6 +192,7 @@ def push_gradients(params: list[torch.Tensor], shared: SharedState, lr: float, g
         raise NonFinite(f"non-finite gradient (norm {norm})")
     grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
     shared.optimizer.step(grads, lr)
+    shared.worker_updates[rank] += 1
     return norm
 
 

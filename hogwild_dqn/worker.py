@@ -130,7 +130,7 @@ def run_worker(rank: int, seed: int, run: Run, shared: SharedState) -> None:
                 p.grad = None
             loss.backward()
             lr = learning_rate(frames, cfg.lr, cfg.frames, cfg.lr_anneal)
-            info_m["losses/grad_norm"] = push_gradients(params, shared, lr, cfg.grad_clip)
+            info_m["losses/grad_norm"] = push_gradients(params, shared, rank, lr, cfg.grad_clip)
             frames = add_frames(shared, rank, sum(n) * spec.frames_per_step)
             if rank == 0:
                 maybe_sync_target(shared, frames, cfg.target_update)

@@ -81,9 +81,10 @@ def test_no_stale_gradient_after_zero_grad_sets_none():
         local.zero_grad(set_to_none=True)
         local(torch.tensor(x)).sum().backward()  # d/dw of w.x is x
         grads.append(x)
-        push_gradients(list(local.parameters()), shared, lr=0.01, grad_clip=0)
+        push_gradients(list(local.parameters()), shared, 0, lr=0.01, grad_clip=0)
     expected = reference_rmsprop(start, grads, 0.01, 0.99, 0.1)
     assert shared_net.weight.flatten().tolist() == pytest.approx(expected.tolist(), abs=1e-6)
+    assert shared.worker_updates.tolist() == [2, 0, 0]  # worker 0's own counter, nobody else's
 
 
 def _child_step(shared, grad_value, steps):
