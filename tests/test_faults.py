@@ -20,14 +20,14 @@ LONG = ["--game", "CartPole-v1", "--threads", 2, "--frames", 10**9, "--eval-ever
 
 def test_killed_worker_is_restarted_and_training_finishes(tmp_path):
     run = tmp_path / "run"
-    proc = start_train(run, "--game", "CartPole-v1", "--threads", 2, "--frames", 40000, "--eval-every", 20000)
+    proc = start_train(run, "--game", "CartPole-v1", "--threads", 2, "--frames", 20000, "--eval-every", 10000)
     worker0 = spawned_children(proc.pid)[0]
     t0 = time.time()
     worker0.kill()
     out, err = proc.communicate(timeout=180)
     assert proc.returncode == 0, err[-2000:]
     assert "worker0 died (killed by signal 9); restart 1 of 3, seed 1001" in err
-    assert read_summary(run)["frames"] >= 40000 and time.time() - t0 < 120
+    assert read_summary(run)["frames"] >= 20000 and time.time() - t0 < 120
 
 
 def test_worker_out_of_memory_is_logged_with_traceback_and_restarted(tmp_path):
@@ -65,13 +65,13 @@ def test_restarts_used_up_stop_the_run_with_a_checkpoint(tmp_path):
 
 def test_killed_evaluator_is_restarted_while_training_goes_on(tmp_path):
     run = tmp_path / "run"
-    proc = start_train(run, "--game", "CartPole-v1", "--threads", 2, "--frames", 40000, "--eval-every", 10000)
+    proc = start_train(run, "--game", "CartPole-v1", "--threads", 2, "--frames", 20000, "--eval-every", 5000)
     spawned_children(proc.pid)[-1].kill()
     out, err = proc.communicate(timeout=180)
     assert proc.returncode == 0, err[-2000:]
     assert "evaluator died (killed by signal 9); restarting it, training goes on" in err
     s = read_summary(run)
-    assert s["frames"] >= 40000 and s["evals"][-1]["frames"] == s["frames"]
+    assert s["frames"] >= 20000 and s["evals"][-1]["frames"] == s["frames"]
 
 
 def _listing(path: Path) -> set[str]:
@@ -123,7 +123,7 @@ def test_a_test_that_times_out_leaves_no_trainer_behind(tmp_path):
     """run_train's timeout (or any failure) in a test: the autouse fixture kills train.py and its children."""
     with pytest.raises(subprocess.TimeoutExpired):
         run_train("--game", "CartPole-v1", "--threads", 2, "--frames", 10**9, "--run-dir", tmp_path / "run",
-                  timeout=20)
+                  timeout=12)
     trainer = psutil.Process(conftest._started[-1].pid)
     tree = [trainer, *trainer.children(recursive=True)]
     assert len(tree) >= 3  # train.py, its workers and evaluator

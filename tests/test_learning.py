@@ -5,39 +5,49 @@ Threshold: an evaluation mean (10 episodes, raw returns) of at least 195, within
 the maximum is 500. Frames-to-threshold are printed (pytest -s shows them).
 """
 
+import shutil
+
 import pytest
 
-from tests.conftest import read_summary, run_train
+from tests.conftest import CARTPOLE_A3C_STOP, read_summary, run_train
 
 THRESHOLD = 195
 BUDGETS = {"a3c": 100_000, "nq": 150_000, "q1": 150_000, "sarsa1": 150_000, "dqn": 80_000}
 
 
-@pytest.mark.parametrize("algo", list(BUDGETS))
+def _first_reaching(algo: str, run, threshold: float) -> int | None:
+    evals = read_summary(run)["evals"]
+    reached = [e["frames"] for e in evals if e["mean_return"] >= threshold]
+    print(f"{algo}: evals {[round(e['mean_return']) for e in evals]}; "
+          f"first >= {threshold} at {reached[0] if reached else None} frames")
+    return reached[0] if reached else None
+
+
+@pytest.mark.parametrize("algo", [a for a in BUDGETS if a != "a3c"])
 def test_cartpole_learns(tmp_path, algo):
     run = tmp_path / algo
     # --stop-return: a run that reaches the threshold has passed; the rest of its budget would prove nothing more
     proc = run_train("--game", "CartPole-v1", "--algo", algo, "--threads", 2, "--frames", BUDGETS[algo], "--seed", 1,
                      "--stop-return", THRESHOLD, "--run-dir", run, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    evals = read_summary(run)["evals"]
-    reached = [e["frames"] for e in evals if e["mean_return"] >= THRESHOLD]
-    print(f"{algo}: evals {[round(e['mean_return']) for e in evals]}; "
-          f"first >= {THRESHOLD} at {reached[0] if reached else None} frames")
-    assert reached, f"{algo} never reached {THRESHOLD}: {[e['mean_return'] for e in evals]}"
+    assert _first_reaching(algo, run, THRESHOLD), f"{algo} never reached {THRESHOLD}"
 
 
-def test_stop_return_ends_the_run_at_the_first_evaluation_that_reaches_it(tmp_path):
-    """A3C with a budget far beyond need stops itself at the first evaluation >= 100; `--stop-return none`
-    restores "train all --frames" over the value a resumed run's config.yaml holds."""
+def test_a3c_learns_cartpole(cartpole_a3c):
+    """A3C's run (2 workers, seed 1) is the one shared with the play and --stop-return tests."""
+    first = _first_reaching("a3c", cartpole_a3c, THRESHOLD)
+    assert first is not None and first <= BUDGETS["a3c"], f"a3c did not reach {THRESHOLD} within 100k frames"
+
+
+def test_stop_return_ends_the_run_at_the_first_evaluation_that_reaches_it(cartpole_a3c, tmp_path):
+    """A3C with a budget far beyond need stops itself at the first evaluation >= its --stop-return;
+    `--stop-return none` restores "train all --frames" over the value a resumed run's config.yaml holds."""
+    summary, stop = read_summary(cartpole_a3c), CARTPOLE_A3C_STOP
+    reached = [e for e in summary["evals"] if e["mean_return"] >= stop]
+    assert reached and summary["status"] == f"solved: eval mean {reached[0]['mean_return']:g} >= --stop-return {stop}"
+    assert summary["frames"] < reached[0]["frames"] + 100_000  # stopped there, not at its 300k frames
     run = tmp_path / "a3c"
-    proc = run_train("--game", "CartPole-v1", "--algo", "a3c", "--threads", 2, "--frames", 2_000_000, "--seed", 1,
-                     "--stop-return", 100, "--run-dir", run, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    summary = read_summary(run)
-    reached = [e for e in summary["evals"] if e["mean_return"] >= 100]
-    assert reached and summary["status"] == f"solved: eval mean {reached[0]['mean_return']:g} >= --stop-return 100"
-    assert summary["frames"] < reached[0]["frames"] + 100_000  # stopped there, not at 2M frames
+    shutil.copytree(cartpole_a3c, run)  # the shared run stays as it was for the other tests
     proc = run_train("--resume", run, "--stop-return", "none", "--frames", summary["frames"] + 4000, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert read_summary(run)["status"] == "finished"
