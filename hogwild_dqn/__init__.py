@@ -5,6 +5,7 @@ Using a trained agent from Python:
     policy = hogwild_dqn.load_policy("runs/Pong-a3c-...")
     env = hogwild_dqn.make_env(policy.cfg, seed=0, for_eval=True)
     obs, _ = env.reset()
+    policy.reset()  # at every new game: an LSTM agent (--net lstm) starts from an empty memory
     obs, reward, terminated, truncated, info = env.step(policy.act(obs))
 """
 

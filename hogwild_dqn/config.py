@@ -16,6 +16,7 @@ from hogwild_dqn.algorithms import ALGORITHMS
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 OPTIMIZERS = ("rmsprop", "adam")
+NETS = ("ff", "lstm")
 
 
 class ConfigError(ValueError):
@@ -42,6 +43,8 @@ class Config:
     logdir: str = _f("runs", "log root under which the run dir is created")
     run_dir: str = _f("", "run directory; empty means <logdir>/<game>-<algo>-t<threads>-s<seed>-<timestamp>")
     # network
+    net: str = _f("ff", "ff: the paper's feed-forward network; lstm: 256 LSTM cells after the torso, whose state "
+                        "each game carries across steps (a3c only; the paper's A3C LSTM)")
     hidden: int = _f(256, "width of the fully connected layer(s)")
     mlp_layers: int = _f(2, "hidden layers of the MLP torso used for vector observations")
     obs_standardize: bool = _f(False, "Atari: the network sees each observation at mean 0, std 1 rather than "
@@ -116,6 +119,12 @@ class Config:
 
         if self.algo not in ALGORITHMS:
             raise ConfigError(f"--algo {self.algo!r} is unknown; choose one of {', '.join(ALGORITHMS)}")
+        if self.net not in NETS:
+            raise ConfigError(f"--net {self.net!r} is unknown; choose one of {', '.join(NETS)}")
+        if self.net not in ALGORITHMS[self.algo].networks:
+            able = [k for k, a in ALGORITHMS.items() if self.net in a.networks]
+            raise ConfigError(f"--net {self.net} needs {' or '.join(able)}; --algo {self.algo} trains "
+                              f"{', '.join(ALGORITHMS[self.algo].networks)} networks only")
         if self.optimizer not in OPTIMIZERS:
             raise ConfigError(f"--optimizer {self.optimizer!r} is unknown; choose one of {', '.join(OPTIMIZERS)}")
         if self.threads is not None:
@@ -289,7 +298,8 @@ def start_line(cfg: Config, source: Path) -> str:
         shown = source
     eps = f" eps {cfg.rms_eps:g}" if cfg.optimizer == "rmsprop" else f" eps {cfg.adam_eps:g}"
     games = f"{cfg.envs_per_worker} game{'s' if cfg.envs_per_worker > 1 else ''}"
-    return (f"{shown}: {cfg.algo} on {cfg.game}, {cfg.resolved_threads()} workers x {games}, "
+    net = " lstm" if cfg.net == "lstm" else ""
+    return (f"{shown}: {cfg.algo}{net} on {cfg.game}, {cfg.resolved_threads()} workers x {games}, "
             f"{cfg.optimizer} lr {cfg.lr:g}{eps}, {cfg.frames:,} frames, seed {cfg.seed}")
 
 

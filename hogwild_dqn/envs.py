@@ -17,6 +17,29 @@ from gymnasium.wrappers import RecordEpisodeStatistics, TransformReward
 from hogwild_dqn.config import Config, ConfigError
 
 gym.register_envs(ale_py)
+
+
+class HideVelocities(gym.ObservationWrapper):
+    """CartPole with the cart's position and the pole's angle only: a partially observed task, since both
+    velocities must be inferred from successive observations (what --net lstm's memory is for)."""
+
+    KEEP = [0, 2]  # x, theta of (x, x_dot, theta, theta_dot)
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        space = env.observation_space
+        self.observation_space = gym.spaces.Box(space.low[self.KEEP], space.high[self.KEEP], dtype=np.float32)
+
+    def observation(self, observation):
+        return observation[self.KEEP].astype(np.float32)
+
+
+def _cartpole_no_velocity(**kwargs) -> gym.Env:
+    return HideVelocities(gym.make("CartPole-v1", **kwargs))
+
+
+if "CartPoleNoVel-v1" not in gym.registry:  # every process that imports this module can make it by name
+    gym.register("CartPoleNoVel-v1", entry_point=_cartpole_no_velocity)
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # classic-control rendering (pygame) without a display
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 

@@ -1,4 +1,5 @@
-"""Networks: observation -> Q-values, or -> (policy logits, value). Nothing else."""
+"""Networks: observation -> Q-values, or -> (policy logits, value), or with a recurrent state
+(observation, (h, c)) -> (policy logits, value, (h, c)). Nothing else."""
 
 from __future__ import annotations
 
@@ -84,11 +85,53 @@ class ActorCritic(nn.Module):
         return self.pi(x), self.v(xv).squeeze(-1)
 
 
+class RecurrentActorCritic(nn.Module):
+    """Torso -> LSTM -> (softmax policy logits, state value): the paper's A3C LSTM (256 cells after the torso's
+    last hidden layer; both heads read the cells' output, since the value needs the memory as much).
+
+    Called one step at a time with each row's state (h, c); `unroll` replays whole segments from their
+    first state, which is how the loss sees exactly the states the worker acted with.
+    """
+
+    CELLS = 256
+
+    def __init__(self, torso: nn.Module, hidden: int, n_actions: int):
+        super().__init__()
+        self.torso, self.lstm = torso, nn.LSTMCell(hidden, self.CELLS)
+        self.pi, self.v = nn.Linear(self.CELLS, n_actions), nn.Linear(self.CELLS, 1)
+
+    def initial_state(self, rows: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The state of a game that has just started: zeros."""
+        return torch.zeros(rows, self.CELLS), torch.zeros(rows, self.CELLS)
+
+    def forward(self, obs: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor]):
+        h, c = self.lstm(self.torso(obs), state)
+        return self.pi(h), self.v(h).squeeze(-1), (h, c)
+
+    def unroll(self, obs: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor]):
+        """obs (rows, steps, *obs_shape) from each row's `state`: logits (rows, steps, actions), values (rows,
+        steps). The torso runs once over every step (one batched forward), the cells step by step."""
+        rows, steps = obs.shape[:2]
+        x = self.torso(obs.flatten(0, 1)).view(rows, steps, -1)
+        h, c = state
+        out = []
+        for t in range(steps):
+            h, c = self.lstm(x[:, t], (h, c))
+            out.append(h)
+        hs = torch.stack(out, 1)
+        return self.pi(hs), self.v(hs).squeeze(-1)
+
+
 def network_for(cfg, spec) -> nn.Module:
     """The network of a run's config and env spec (every process builds the same one): pixels (3-D
     observations) get the paper's shared Atari torso, vectors an MLP (a separate one for V); the algorithm's
-    row in ALGORITHMS says actor-critic heads or Q-values. `spec` needs obs_shape and n_actions."""
+    row in ALGORITHMS says actor-critic heads or Q-values; --net lstm puts LSTM cells after one torso that both
+    heads share. `spec` needs obs_shape and n_actions."""
     obs_shape, hidden = tuple(spec.obs_shape), cfg.hidden
+    if cfg.net == "lstm":
+        torso = (AtariTorso(obs_shape, hidden, cfg.obs_standardize) if len(obs_shape) == 3
+                 else MLPTorso(obs_shape, hidden, cfg.mlp_layers))
+        return RecurrentActorCritic(torso, hidden, spec.n_actions)
     if len(obs_shape) == 3:
         torso, value_torso = AtariTorso(obs_shape, hidden, cfg.obs_standardize), None
     else:

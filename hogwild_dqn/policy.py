@@ -21,14 +21,22 @@ EVAL_SEED_OFFSET = 10_000  # evaluation games never share seeds with the workers
 
 
 class Policy:
-    """Acts as the evaluator does: A3C samples its policy, the Q methods are epsilon-greedy (eval_epsilon)."""
+    """Acts as the evaluator does: A3C samples its policy, the Q methods are epsilon-greedy (eval_epsilon).
+    With --net lstm it carries the network's state from step to step of a game: call `reset()` when a new
+    game starts (play_episode does)."""
 
     def __init__(self, net: torch.nn.Module, cfg: Config, device: torch.device | str = "cpu", seed: int = 0):
         self.cfg, self.device = cfg, torch.device(device)
         self.net = net.to(self.device).eval()
         self.actor_critic = ALGORITHMS[cfg.algo].actor_critic
+        self.recurrent = cfg.net == "lstm"
         self.seed(seed)
+        self.reset()
         self.source, self.frames, self.best_eval_return = None, 0, -math.inf  # set by load_policy
+
+    def reset(self) -> None:
+        """A new game: the recurrent state (if any) starts from zeros."""
+        self.state = tuple(t.to(self.device) for t in self.net.initial_state(1)) if self.recurrent else None
 
     def seed(self, seed: int) -> None:
         """Seed the policy's own draws (exploration, sampling); the global torch RNG is left alone."""
@@ -40,7 +48,11 @@ class Policy:
         if not self.actor_critic and self.rng.random() < self.cfg.eval_epsilon:
             return int(self.rng.integers(self.net.q.out_features))
         with torch.inference_mode():
-            out = self.net(torch.as_tensor(np.asarray(observation), device=self.device).unsqueeze(0))
+            obs = torch.as_tensor(np.asarray(observation), device=self.device).unsqueeze(0)
+            if self.recurrent:
+                *out, self.state = self.net(obs, self.state)
+            else:
+                out = self.net(obs)
         if self.actor_critic:
             probs = torch.softmax(out[0][0].float(), -1).cpu()
             return int(torch.multinomial(probs, 1, generator=self.generator))
@@ -50,6 +62,7 @@ class Policy:
 def play_episode(policy: Policy, env, on_screen: Callable[[np.ndarray], None] | None = None) -> float:
     """One whole game; its raw score. `on_screen` sees every screen (env.render()) before the agent acts."""
     obs, _ = env.reset()
+    policy.reset()
     while True:
         if on_screen is not None:
             on_screen(env.render())

@@ -38,16 +38,21 @@ def worker_process(rank: int, seed: int, run: Run, shared: SharedState, report) 
     run_child(f"worker{rank}", report, loop, rank, seed, run, shared)
 
 
+def sample(logits: torch.Tensor, rng: np.random.Generator) -> list[int]:
+    """One action per row, drawn from the softmax policy of its logits with the worker's own generator."""
+    cdf = torch.softmax(logits, dim=1).cumsum(1).numpy()
+    if not np.isfinite(cdf[:, -1]).all():
+        raise NonFinite("non-finite policy while acting")
+    u = rng.random(len(cdf)) * cdf[:, -1]
+    return np.minimum((cdf <= u[:, None]).sum(1), cdf.shape[1] - 1).tolist()
+
+
 def act_many(net: torch.nn.Module, obs: torch.Tensor, eps: float, actor_critic: bool,
              rng: np.random.Generator) -> list[int]:
     """Sample from the policy (A3C) or act epsilon-greedily on Q (value-based methods), one batched forward."""
     if actor_critic:
         with torch.inference_mode():
-            cdf = torch.softmax(net(obs)[0], dim=1).cumsum(1).numpy()
-        if not np.isfinite(cdf[:, -1]).all():
-            raise NonFinite("non-finite policy while acting")
-        u = rng.random(len(cdf)) * cdf[:, -1]
-        return np.minimum((cdf <= u[:, None]).sum(1), cdf.shape[1] - 1).tolist()
+            return sample(net(obs)[0], rng)
     n_actions = net.q.out_features
     out = [int(rng.integers(n_actions)) if rng.random() < eps else -1 for _ in range(len(obs))]
     greedy = [i for i, a in enumerate(out) if a < 0]
@@ -57,6 +62,27 @@ def act_many(net: torch.nn.Module, obs: torch.Tensor, eps: float, actor_critic: 
         for i, a in zip(greedy, best, strict=True):
             out[i] = a
     return out
+
+
+class GameStates:
+    """--net lstm: the recurrent state (h, c) of each of a worker's games, carried from step to step and across
+    segments; zeroed when that game's episode ends (terminated or truncated)."""
+
+    def __init__(self, net: torch.nn.Module, games: int):
+        self.h, self.c = net.initial_state(games)
+
+    @torch.no_grad()
+    def act(self, net: torch.nn.Module, rows: list[int], obs: torch.Tensor, rng: np.random.Generator) -> list[int]:
+        """Step the games `rows` on their observations `obs`: sample their actions and keep their new states."""
+        logits, _, (self.h[rows], self.c[rows]) = net(obs, (self.h[rows], self.c[rows]))
+        return sample(logits, rng)
+
+    def start(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The states at a segment's start, for the loss: a copy, so the gradient stops there (truncated BPTT)."""
+        return self.h.clone(), self.c.clone()
+
+    def end_episode(self, k: int) -> None:
+        self.h[k], self.c[k] = 0.0, 0.0
 
 
 def env_seed(seed: int, k: int) -> int:
@@ -76,6 +102,14 @@ def run_worker(rank: int, seed: int, run: Run, shared: SharedState) -> None:
     E = cfg.envs_per_worker
     envs = [make_env(cfg, env_seed(seed, k), for_eval=False) for k in range(E)]
     local = network_for(cfg, spec)
+    states = GameStates(local, E) if cfg.net == "lstm" else None
+
+    def act(rows: list[int], obs: torch.Tensor) -> list[int]:
+        """The actions of games `rows` (an LSTM steps their states too), with this segment's epsilon."""
+        if states is not None:
+            return states.act(local, rows, obs, rng)
+        return act_many(local, obs, eps, actor_critic, rng)
+
     params, shared_params = list(local.parameters()), list(shared.model.parameters())
     writer = metrics.make_writer(run.run_dir, f"worker{rank}")
 
@@ -99,9 +133,11 @@ def run_worker(rank: int, seed: int, run: Run, shared: SharedState) -> None:
         while not shared.is_set(STOP) and frames < cfg.frames and os.getppid() == parent:
             sync_local(params, shared_params)
             eps = epsilon(frames, cfg.eps_start, final_eps, cfg.eps_anneal_frames)
+            if states is not None:
+                rollout = rollout._replace(state0=states.start())
             fresh = [k for k in range(E) if not carry[k]]
             if fresh:
-                actions[fresh, 0] = torch.tensor(act_many(local, obs_buf[fresh, 0], eps, actor_critic, rng))
+                actions[fresh, 0] = torch.tensor(act(fresh, obs_buf[fresh, 0]))
 
             # --- act: up to t_max steps in every game; a game whose episode ends sits out the rest of the segment
             n, live = [0] * E, list(range(E))
@@ -115,7 +151,7 @@ def run_worker(rank: int, seed: int, run: Run, shared: SharedState) -> None:
                         metrics.log_episode(writer, rank, info["episode"], frames, spec.frames_per_step)
                 live = [k for k in live if not (terminated[k, t] or truncated[k, t])]
                 if t + 1 < T and live:  # the action in the segment's last state is chosen after the next sync
-                    actions[live, t + 1] = torch.tensor(act_many(local, obs_buf[live, t + 1], eps, actor_critic, rng))
+                    actions[live, t + 1] = torch.tensor(act(live, obs_buf[live, t + 1]))
             ended = [k not in live for k in range(E)]  # a game leaves `live` exactly when its episode ends
             if algo.next_action:  # a' in each last next state, chosen before the update
                 last = obs_buf[range(E), n]
@@ -150,6 +186,8 @@ def run_worker(rank: int, seed: int, run: Run, shared: SharedState) -> None:
             # --- the next segment starts from the new state (a fresh episode after an end)
             for k in range(E):
                 if ended[k]:
+                    if states is not None:
+                        states.end_episode(k)
                     obs, _ = envs[k].reset()
                     obs_buf[k, 0] = torch.as_tensor(np.asarray(obs))
                 else:
@@ -169,6 +207,7 @@ class Rollout(NamedTuple):
     rewards: torch.Tensor       # (E, T)
     terminated: torch.Tensor    # (E, T)
     truncated: torch.Tensor     # (E, T)
+    state0: tuple | None = None  # --net lstm: each game's (h, c) at the segment's start
 
 
 def segment_loss(local, target, loss_fn, rollout: Rollout, n: list[int]) -> tuple[torch.Tensor, dict]:
@@ -176,13 +215,20 @@ def segment_loss(local, target, loss_fn, rollout: Rollout, n: list[int]) -> tupl
     (n[k] steps of game k).
 
     One forward over every game's rows (and one of the target network) rather than one per game: the batched
-    convolution is what makes several games per worker cheaper per frame than one.
+    convolution is what makes several games per worker cheaper per frame than one. A recurrent network
+    replays every game's segment from its state at the segment's start (rows past a game's end are computed
+    and left out).
     """
-    obs_buf, actions, rewards, terminated, truncated = rollout
+    obs_buf, actions, rewards, terminated, truncated, state0 = rollout
     E, T = rewards.shape
     full = all(m == T for m in n)
-    obs = obs_buf.flatten(0, 1) if full else torch.cat([obs_buf[k, : n[k] + 1] for k in range(E)])
-    out = local(obs)
+    if state0 is not None:
+        logits, values = local.unroll(obs_buf, state0)
+        out = (logits.flatten(0, 1), values.flatten(0, 1)) if full else (
+            torch.cat([logits[k, : n[k] + 1] for k in range(E)]), torch.cat([values[k, : n[k] + 1] for k in range(E)]))
+    else:
+        obs = obs_buf.flatten(0, 1) if full else torch.cat([obs_buf[k, : n[k] + 1] for k in range(E)])
+        out = local(obs)
     target_q_next = None
     if target is not None:
         with torch.no_grad():

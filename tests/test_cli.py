@@ -25,6 +25,9 @@ BAD = [
     (["--stop-return", "high"], "argument --stop-return: must be a number, got 'high'"),
     (["--stop-return", "nan"], "--stop-return must be a finite number, got nan"),
     (["--envs-per-worker", "0"], "--envs-per-worker must be a positive integer"),
+    (["--net", "gru"], "--net 'gru' is unknown; choose one of ff, lstm"),
+    (["--algo", "nq", "--net", "lstm"], "--net lstm needs a3c; --algo nq trains ff networks only"),
+    (["--algo", "dqn", "--net", "lstm"], "--net lstm needs a3c; --algo dqn trains ff networks only"),
 ]
 
 

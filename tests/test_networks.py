@@ -1,12 +1,13 @@
-"""The Atari torso's input scaling."""
+"""The Atari torso's input scaling; the LSTM network's steps and unrolls."""
 
 import dataclasses
+from types import SimpleNamespace
 
 import torch
 
 from hogwild_dqn.config import Config
 from hogwild_dqn.envs import env_spec
-from hogwild_dqn.networks import AtariTorso, network_for
+from hogwild_dqn.networks import AtariTorso, RecurrentActorCritic, network_for
 
 
 def _frames() -> torch.Tensor:
@@ -34,3 +35,41 @@ def test_config_flag_reaches_the_network_every_process_builds():
     assert on.torso.standardize is True
     x = on.torso.fc[1].in_features  # same shapes either way: checkpoints of both load into each other
     assert x == network_for(cfg, spec).torso.fc[1].in_features
+
+
+def _lstm(obs_shape=(2,), n_actions=3):
+    cfg = Config(game="CartPoleNoVel-v1", net="lstm", hidden=16, mlp_layers=1)
+    return network_for(cfg, SimpleNamespace(obs_shape=obs_shape, n_actions=n_actions))
+
+
+def test_lstm_unroll_gives_the_outputs_of_stepping_one_step_at_a_time():
+    torch.manual_seed(0)
+    net = _lstm()
+    assert isinstance(net, RecurrentActorCritic) and net.lstm.hidden_size == 256  # the paper's 256 cells
+    obs, state = torch.randn(3, 5, 2), (torch.randn(3, 256), torch.randn(3, 256))
+    logits, values = net.unroll(obs, state)
+    assert logits.shape == (3, 5, 3) and values.shape == (3, 5)
+    for t in range(5):
+        step_logits, step_values, state = net(obs[:, t], state)
+        torch.testing.assert_close(step_logits, logits[:, t])
+        torch.testing.assert_close(step_values, values[:, t])
+
+
+def test_lstm_remembers_and_starts_from_zeros():
+    torch.manual_seed(0)
+    net = _lstm()
+    h0, c0 = net.initial_state(2)
+    assert h0.shape == c0.shape == (2, 256) and not h0.any() and not c0.any()
+    x = torch.randn(1, 2)
+    _, _, after = net(x, net.initial_state(1))
+    first, _, _ = net(x, net.initial_state(1))
+    again, _, _ = net(x, after)
+    assert not torch.allclose(first, again)  # the same observation after another one: another output
+
+
+def test_lstm_on_pixels_sits_after_the_papers_torso():
+    cfg = Config(game="Pong", net="lstm")
+    net = network_for(cfg, SimpleNamespace(obs_shape=(4, 84, 84), n_actions=6))
+    assert isinstance(net.torso, AtariTorso) and net.lstm.input_size == cfg.hidden
+    logits, values, (h, c) = net(_frames(), net.initial_state(3))
+    assert logits.shape == (3, 6) and values.shape == (3,) and h.shape == (3, 256)

@@ -86,6 +86,25 @@ def test_q_policy_is_epsilon_greedy():
     assert {explore.act(obs) for _ in range(100)} == {0, 1}
 
 
+def test_lstm_policy_carries_its_state_through_a_game_and_restarts_it_at_the_next():
+    cfg = Config(game="CartPoleNoVel-v1", algo="a3c", net="lstm", hidden=8, mlp_layers=1)
+    policy = Policy(network_for(cfg, SimpleNamespace(obs_shape=(2,), n_actions=2)), cfg, seed=0)
+    assert not policy.state[0].any()
+    env = hogwild_dqn.make_env(cfg, seed=5, for_eval=True)
+    try:
+        obs, _ = env.reset()
+        policy.act(obs)
+        h1 = policy.state[0].clone()
+        policy.act(obs)
+        assert h1.any() and not torch.equal(policy.state[0], h1)  # carried and stepped, not recomputed from zeros
+        play_episode(policy, env)  # a whole game: starts from zeros, ends somewhere else
+        assert policy.state[0].any()
+        policy.reset()
+        assert not policy.state[0].any() and not policy.state[1].any()
+    finally:
+        env.close()
+
+
 @pytest.mark.parametrize("setup, message", [
     (lambda d: None, "does not exist"),
     (lambda d: d.mkdir(), "holds no best.pt or checkpoint.pt"),

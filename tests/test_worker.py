@@ -14,7 +14,7 @@ from hogwild_dqn.algorithms.returns import Segment
 from hogwild_dqn.config import Config
 from hogwild_dqn.networks import network_for
 from hogwild_dqn.shared import NonFinite
-from hogwild_dqn.worker import Rollout, act_many, segment_loss
+from hogwild_dqn.worker import GameStates, Rollout, act_many, segment_loss
 
 
 def _net(actor_critic, head_bias):
@@ -111,3 +111,60 @@ def test_segment_loss_is_the_mean_of_each_games_loss(algo):
         torch.testing.assert_close(got, exp, rtol=1e-4, atol=1e-6)
     for key in info:
         assert info[key] == pytest.approx(sum(i[key] for i in infos) / E, rel=1e-5)
+
+
+def _lstm_net():
+    cfg = Config(algo="a3c", net="lstm", hidden=8, mlp_layers=1)
+    return network_for(cfg, SimpleNamespace(obs_shape=(4,), n_actions=3))
+
+
+def test_lstm_segment_loss_replays_each_game_from_its_state_at_the_segments_start():
+    """With --net lstm the loss of games of unequal length, unrolled in one batch from each game's (h, c), is the
+    mean of the losses (and gradients) of stepping each game's network one observation at a time from that
+    state; the state itself gets no gradient (truncated backpropagation through time)."""
+    torch.manual_seed(0)
+    net = _lstm_net()
+    E, T, n = 3, 4, [4, 2, 4]
+    obs = torch.randn(E, T + 1, 4)
+    actions = torch.randint(0, 3, (E, T + 1))
+    rewards = torch.randn(E, T)
+    terminated = torch.zeros(E, T, dtype=torch.bool)
+    terminated[1, 1] = True
+    truncated = torch.zeros(E, T, dtype=torch.bool)
+    state0 = (torch.randn(E, 256), torch.randn(E, 256))
+    hp = {"gamma": 0.9, "entropy_beta": 0.01, "value_coef": 0.5}
+    loss_fn = functools.partial(ALGORITHMS["a3c"].loss, **hp)
+    loss, _ = segment_loss(net, None, loss_fn, Rollout(obs, actions, rewards, terminated, truncated, state0), n)
+    loss.backward()
+    batched = [p.grad.clone() for p in net.parameters()]
+    assert not state0[0].requires_grad
+
+    net.zero_grad()
+    want = 0.0
+    for k in range(E):
+        m, state, logits, values = n[k], (state0[0][k:k + 1], state0[1][k:k + 1]), [], []
+        for t in range(m + 1):
+            lg, v, state = net(obs[k, t:t + 1], state)
+            logits, values = logits + [lg], values + [v]
+        seg = Segment(actions[k, :m], rewards[k, :m], terminated[k, :m], truncated[k, :m], actions[k, 1:m + 1])
+        want = want + loss_fn((torch.cat(logits), torch.cat(values)), None, seg)[0] / E
+    want.backward()
+    assert loss.item() == pytest.approx(want.item(), rel=1e-5)
+    for got, exp in zip(batched, (p.grad for p in net.parameters()), strict=True):
+        torch.testing.assert_close(got, exp, rtol=1e-4, atol=1e-6)
+
+
+def test_game_states_step_their_own_rows_and_restart_at_an_episodes_end():
+    torch.manual_seed(0)
+    net, rng = _lstm_net(), np.random.default_rng(0)
+    states = GameStates(net, 3)
+    start = states.start()
+    obs = torch.randn(2, 4)
+    actions = states.act(net, [0, 2], obs, rng)
+    assert len(actions) == 2 and all(a in (0, 1, 2) for a in actions)
+    _, _, (h, c) = net(obs, (start[0][[0, 2]], start[1][[0, 2]]))
+    torch.testing.assert_close(states.h[[0, 2]], h)
+    torch.testing.assert_close(states.c[[0, 2]], c)
+    assert not states.h[1].any() and not start[0].any()  # row 1 did not act; the segment's start is a copy
+    states.end_episode(2)
+    assert not states.h[2].any() and not states.c[2].any() and states.h[0].any()

@@ -21,7 +21,7 @@ class Algorithm:
     target_network: bool           # bootstraps from a shared target network copied every --target-update frames
     next_action: bool = False      # its target uses the action taken next, chosen before the update (SARSA)
     replay: bool = False           # learns from a replay memory
-    recurrent: bool = False        # carries a recurrent state across steps
+    networks: tuple = ("ff",)      # --net choices: ff (feed-forward), lstm (carries a recurrent state across steps)
     action_spaces: tuple = ("Discrete",)
 
     @property
@@ -38,7 +38,7 @@ ALGORITHMS = {
     "nq": Algorithm("hogwild_dqn.algorithms.q_learning:nq_loss", "n-step Q-learning (Algorithm S2)",
                     actor_critic=False, target_network=True),
     "a3c": Algorithm("hogwild_dqn.algorithms.a3c:a3c_loss", "advantage actor-critic (Algorithm S3)",
-                     actor_critic=True, target_network=False),
+                     actor_critic=True, target_network=False, networks=("ff", "lstm")),
     "dqn": Algorithm("hogwild_dqn.algorithms.dqn:dqn_loss", "DQN with a replay memory in each worker (one "
                      "worker: standard DQN; several: asynchronous DQN)", actor_critic=False, target_network=True,
                      replay=True),
