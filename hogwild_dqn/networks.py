@@ -94,6 +94,7 @@ class RecurrentActorCritic(nn.Module):
     """
 
     CELLS = 256
+    recurrent = True  # callers carry a state for it (the feed-forward networks say nothing: False)
 
     def __init__(self, torso: nn.Module, hidden: int, n_actions: int):
         super().__init__()
@@ -120,6 +121,11 @@ class RecurrentActorCritic(nn.Module):
             out.append(h)
         hs = torch.stack(out, 1)
         return self.pi(hs), self.v(hs).squeeze(-1)
+
+
+def is_recurrent(net: nn.Module) -> bool:
+    """Whether `net` takes and returns a recurrent state (the worker and the evaluation policy carry it)."""
+    return getattr(net, "recurrent", False)
 
 
 def network_for(cfg, spec) -> nn.Module:

@@ -15,7 +15,7 @@ import torch
 from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.checkpoint import read_checkpoint
 from hogwild_dqn.config import FIELDS, Config, ConfigError
-from hogwild_dqn.networks import network_for
+from hogwild_dqn.networks import is_recurrent, network_for
 
 EVAL_SEED_OFFSET = 10_000  # evaluation games never share seeds with the workers'
 
@@ -29,7 +29,7 @@ class Policy:
         self.cfg, self.device = cfg, torch.device(device)
         self.net = net.to(self.device).eval()
         self.actor_critic = ALGORITHMS[cfg.algo].actor_critic
-        self.recurrent = cfg.net == "lstm"
+        self.recurrent = is_recurrent(self.net)
         self.seed(seed)
         self.reset()
         self.source, self.frames, self.best_eval_return = None, 0, -math.inf  # set by load_policy

@@ -15,7 +15,7 @@ from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.algorithms.returns import Segment
 from hogwild_dqn.envs import make_env
 from hogwild_dqn.exploration import draw_final_epsilon, epsilon, learning_rate
-from hogwild_dqn.networks import network_for
+from hogwild_dqn.networks import is_recurrent, network_for
 from hogwild_dqn.replay_worker import run_replay_worker
 from hogwild_dqn.rundir import Run
 from hogwild_dqn.shared import (
@@ -102,7 +102,7 @@ def run_worker(rank: int, seed: int, run: Run, shared: SharedState) -> None:
     E = cfg.envs_per_worker
     envs = [make_env(cfg, env_seed(seed, k), for_eval=False) for k in range(E)]
     local = network_for(cfg, spec)
-    states = GameStates(local, E) if cfg.net == "lstm" else None
+    states = GameStates(local, E) if is_recurrent(local) else None
 
     def act(rows: list[int], obs: torch.Tensor) -> list[int]:
         """The actions of games `rows` (an LSTM steps their states too), with this segment's epsilon."""

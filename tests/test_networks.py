@@ -7,7 +7,7 @@ import torch
 
 from hogwild_dqn.config import Config
 from hogwild_dqn.envs import env_spec
-from hogwild_dqn.networks import AtariTorso, RecurrentActorCritic, network_for
+from hogwild_dqn.networks import AtariTorso, RecurrentActorCritic, is_recurrent, network_for
 
 
 def _frames() -> torch.Tensor:
@@ -46,6 +46,8 @@ def test_lstm_unroll_gives_the_outputs_of_stepping_one_step_at_a_time():
     torch.manual_seed(0)
     net = _lstm()
     assert isinstance(net, RecurrentActorCritic) and net.lstm.hidden_size == 256  # the paper's 256 cells
+    ff = network_for(Config(game="CartPoleNoVel-v1"), SimpleNamespace(obs_shape=(2,), n_actions=3))
+    assert is_recurrent(net) and not is_recurrent(ff)
     obs, state = torch.randn(3, 5, 2), (torch.randn(3, 256), torch.randn(3, 256))
     logits, values = net.unroll(obs, state)
     assert logits.shape == (3, 5, 3) and values.shape == (3, 5)
