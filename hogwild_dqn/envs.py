@@ -17,6 +17,8 @@ from gymnasium.wrappers import RecordEpisodeStatistics, TransformReward
 from hogwild_dqn.config import Config, ConfigError
 
 gym.register_envs(ale_py)
+os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # classic-control rendering (pygame) without a display
+os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 
 
 class HideVelocities(gym.ObservationWrapper):
@@ -40,8 +42,6 @@ def _cartpole_no_velocity(**kwargs) -> gym.Env:
 
 if "CartPoleNoVel-v1" not in gym.registry:  # every process that imports this module can make it by name
     gym.register("CartPoleNoVel-v1", entry_point=_cartpole_no_velocity)
-os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # classic-control rendering (pygame) without a display
-os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 
 
 @dataclass(frozen=True)
