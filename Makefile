@@ -75,7 +75,7 @@ sweep: $(STAMP)
 report: $(STAMP)
 	$(PY) -m hogwild_dqn.report --logdir $(or $(LOGDIR),runs) $(call opt,--score,$(SCORE))
 
-# Throughput: bare emulator and every algorithm at 1 and 2 workers, medians of 3 (under 5 minutes on 2 cores).
+# Throughput: bare emulator and every algorithm (dqn too) at 1 and 2 workers, medians of 3 repeats.
 bench: $(STAMP)
 	$(PY) -m hogwild_dqn.bench $(BENCH_ARGS)
 
