@@ -77,6 +77,18 @@ def test_act_many_explores_each_row_on_its_own():
     assert len({tuple(p) for p in picks}) > 20  # rows draw independently, not one choice copied to all
 
 
+HP = {"gamma": 0.9, "entropy_beta": 0.01, "value_coef": 0.5}
+
+
+def _games_of_unequal_length(state0=None) -> tuple[Rollout, list[int]]:
+    """3 games' segments of up to 4 steps of 4-number observations; game 1's episode ends after 2 steps."""
+    E, T = 3, 4
+    obs, actions, rewards = torch.randn(E, T + 1, 4), torch.randint(0, 3, (E, T + 1)), torch.randn(E, T)
+    terminated = torch.zeros(E, T, dtype=torch.bool)
+    terminated[1, 1] = True
+    return Rollout(obs, actions, rewards, terminated, torch.zeros(E, T, dtype=torch.bool), state0), [4, 2, 4]
+
+
 @pytest.mark.parametrize("algo", ["a3c", "nq", "sarsa1"])
 def test_segment_loss_is_the_mean_of_each_games_loss(algo):
     """Games of unequal length (one ended after 2 steps) batched in one forward give the mean of the losses and
@@ -84,16 +96,10 @@ def test_segment_loss_is_the_mean_of_each_games_loss(algo):
     torch.manual_seed(0)
     ac = algo == "a3c"
     net, target = _mlp(ac), None if ac else _mlp(False)
-    E, T, n = 3, 4, [4, 2, 4]
-    obs = torch.randn(E, T + 1, 4)
-    actions = torch.randint(0, 3, (E, T + 1))
-    rewards = torch.randn(E, T)
-    terminated = torch.zeros(E, T, dtype=torch.bool)
-    terminated[1, 1] = True
-    truncated = torch.zeros(E, T, dtype=torch.bool)
-    hp = {"gamma": 0.9, "entropy_beta": 0.01, "value_coef": 0.5}
-    loss, info = segment_loss(net, target, functools.partial(ALGORITHMS[algo].loss, **hp),
-                              Rollout(obs, actions, rewards, terminated, truncated), n)
+    rollout, n = _games_of_unequal_length()
+    obs, actions, rewards, terminated, truncated, _ = rollout
+    E, hp = len(n), HP
+    loss, info = segment_loss(net, target, functools.partial(ALGORITHMS[algo].loss, **hp), rollout, n)
     loss.backward()
     batched = [p.grad.clone() for p in net.parameters()]
 
@@ -124,17 +130,12 @@ def test_lstm_segment_loss_replays_each_game_from_its_state_at_the_segments_star
     state; the state itself gets no gradient (truncated backpropagation through time)."""
     torch.manual_seed(0)
     net = _lstm_net()
-    E, T, n = 3, 4, [4, 2, 4]
-    obs = torch.randn(E, T + 1, 4)
-    actions = torch.randint(0, 3, (E, T + 1))
-    rewards = torch.randn(E, T)
-    terminated = torch.zeros(E, T, dtype=torch.bool)
-    terminated[1, 1] = True
-    truncated = torch.zeros(E, T, dtype=torch.bool)
-    state0 = (torch.randn(E, 256), torch.randn(E, 256))
-    hp = {"gamma": 0.9, "entropy_beta": 0.01, "value_coef": 0.5}
-    loss_fn = functools.partial(ALGORITHMS["a3c"].loss, **hp)
-    loss, _ = segment_loss(net, None, loss_fn, Rollout(obs, actions, rewards, terminated, truncated, state0), n)
+    state0 = (torch.randn(3, 256), torch.randn(3, 256))
+    rollout, n = _games_of_unequal_length(state0)
+    obs, actions, rewards, terminated, truncated, _ = rollout
+    E = len(n)
+    loss_fn = functools.partial(ALGORITHMS["a3c"].loss, **HP)
+    loss, _ = segment_loss(net, None, loss_fn, rollout, n)
     loss.backward()
     batched = [p.grad.clone() for p in net.parameters()]
     assert not state0[0].requires_grad
