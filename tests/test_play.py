@@ -1,5 +1,5 @@
 """Playing a trained agent: `make play`, `python -m hogwild_dqn.play` and `hogwild_dqn.load_policy`, on a real
-CartPole run trained here; bad run dirs get one line and exit 2."""
+CartPole run trained in this test session (conftest.cartpole_a3c); bad run dirs get one line and exit 2."""
 
 import dataclasses
 import math
