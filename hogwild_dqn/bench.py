@@ -7,8 +7,9 @@ Each point starts real worker processes over real shared memory (evaluator off),
 the global frames and the updates pushed over --seconds, and stops them; points are interleaved across
 repeats so that a noisy machine hurts every point alike. Medians are reported, with bench.md and bench.json
 written to --out. A replay method (dqn) runs its own preset (configs/dqn_atari.yaml) with minibatches from
-its first --batch-size transitions, so that what is measured is its steady state of acting and learning;
-it plays one game per worker, so it is measured at --envs 1 only.
+its first --batch-size transitions, so that its updates are measured with its acting (epsilon is still near
+1 in so short a run: acting needs almost no forward); it plays one game per worker, so it is measured at
+--envs 1 only.
 """
 
 from __future__ import annotations
@@ -89,8 +90,8 @@ def point_config(base: Config, algo: str, envs: int) -> Config:
     values = {**base.to_dict(), "algo": algo, "envs_per_worker": envs}
     if ALGORITHMS[algo].replay:
         preset = read_yaml(default_preset(base.game, algo))
-        values.update({**preset, "game": base.game, "frames": base.frames, "eval_every": base.eval_every,
-                       "learning_starts": 0})
+        values.update({**preset, "game": base.game, "algo": algo, "envs_per_worker": envs, "frames": base.frames,
+                       "eval_every": base.eval_every, "learning_starts": 0})
     return Config(**values)
 
 

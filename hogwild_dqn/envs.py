@@ -157,7 +157,8 @@ class AtariGame(gym.Env):
 
 
 class EpisodicLife(gym.Wrapper):
-    """Training only: a lost life is a terminal for the return maths, but the game goes on (no real reset)."""
+    """Training only: a lost life is a terminal for the return maths, but the game goes on (no real reset);
+    such a step says so with info["life_lost"], so that what lives across a game (an LSTM's memory) is kept."""
 
     def __init__(self, env: gym.Env):
         super().__init__(env)
@@ -170,6 +171,7 @@ class EpisodicLife(gym.Wrapper):
         lives = info["lives"]
         if 0 < lives < self.lives:
             terminated = True
+            info["life_lost"] = not self.game_over
         self.lives = lives
         return obs, reward, terminated, truncated, info
 

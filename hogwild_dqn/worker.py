@@ -66,7 +66,8 @@ def act_many(net: torch.nn.Module, obs: torch.Tensor, eps: float, actor_critic: 
 
 class GameStates:
     """--net lstm: the recurrent state (h, c) of each of a worker's games, carried from step to step and across
-    segments; zeroed when that game's episode ends (terminated or truncated)."""
+    segments; zeroed when that game ends (terminated or truncated). A lost life that ends the return (Atari,
+    training only) keeps it, since the game goes on, as it does in evaluation."""
 
     def __init__(self, net: torch.nn.Module, games: int):
         self.h, self.c = net.initial_state(games)
@@ -81,7 +82,7 @@ class GameStates:
         """The states at a segment's start, for the loss: a copy, so the gradient stops there (truncated BPTT)."""
         return self.h.clone(), self.c.clone()
 
-    def end_episode(self, k: int) -> None:
+    def end_game(self, k: int) -> None:
         self.h[k], self.c[k] = 0.0, 0.0
 
 
@@ -140,13 +141,13 @@ def run_worker(rank: int, seed: int, run: Run, shared: SharedState) -> None:
                 actions[fresh, 0] = torch.tensor(act(fresh, obs_buf[fresh, 0]))
 
             # --- act: up to t_max steps in every game; a game whose episode ends sits out the rest of the segment
-            n, live = [0] * E, list(range(E))
+            n, live, life_lost = [0] * E, list(range(E)), [False] * E
             for t in range(T):
                 for k in live:
                     obs, r, term, trunc, info = envs[k].step(int(actions[k, t]))
                     obs_buf[k, t + 1] = torch.as_tensor(np.asarray(obs))
                     rewards[k, t], terminated[k, t], truncated[k, t] = float(r), bool(term), bool(trunc)
-                    n[k] = t + 1
+                    n[k], life_lost[k] = t + 1, bool(info.get("life_lost"))
                     if "episode" in info:
                         metrics.log_episode(writer, rank, info["episode"], frames, spec.frames_per_step)
                 live = [k for k in live if not (terminated[k, t] or truncated[k, t])]
@@ -186,8 +187,8 @@ def run_worker(rank: int, seed: int, run: Run, shared: SharedState) -> None:
             # --- the next segment starts from the new state (a fresh episode after an end)
             for k in range(E):
                 if ended[k]:
-                    if states is not None:
-                        states.end_episode(k)
+                    if states is not None and not life_lost[k]:
+                        states.end_game(k)
                     obs, _ = envs[k].reset()
                     obs_buf[k, 0] = torch.as_tensor(np.asarray(obs))
                 else:

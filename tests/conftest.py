@@ -105,7 +105,8 @@ CARTPOLE_A3C_STOP = 400  # the shared run's --stop-return: a strong agent for pl
 def cartpole_a3c(tmp_path_factory) -> Path:
     """One real A3C run on CartPole-v1 (2 workers, seed 1) for every test that needs a trained agent: the
     learning test (>= 195 within 100k frames), --stop-return (the run ends itself at the first evaluation
-    >= 400, far below its 300k-frame budget) and play. Tests that change a run work on a copy."""
+    >= 400, far below its 300k-frame budget) and play. Tests that change a run work on a copy. Its learning
+    rate anneals over the 300k frames (a 100k-frame run's anneals faster)."""
     run = tmp_path_factory.mktemp("shared") / "cartpole-a3c"
     proc = run_train("--game", "CartPole-v1", "--algo", "a3c", "--threads", 2, "--frames", 300_000, "--seed", 1,
                      "--stop-return", CARTPOLE_A3C_STOP, "--run-dir", run, timeout=600)

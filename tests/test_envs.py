@@ -36,12 +36,12 @@ def test_life_loss_ends_training_segment_but_not_the_game():
     rng = np.random.default_rng(0)
     train_env = make_env(cfg, seed=0, for_eval=False)
     info = _play_until_life_lost(train_env, rng)
-    assert info["lives"] == 4  # terminal after the first lost life (Breakout starts with 5)
+    assert info["lives"] == 4 and info["life_lost"]  # terminal after the first lost life (Breakout starts with 5)
     _, info = train_env.reset()
     assert info["lives"] == 4  # the same game goes on, not a new one
     eval_env = make_env(cfg, seed=0, for_eval=True)
     info = _play_until_life_lost(eval_env, rng)
-    assert info["lives"] == 0 and "episode" in info  # evaluation plays the whole game
+    assert info["lives"] == 0 and "episode" in info and "life_lost" not in info  # evaluation plays the whole game
 
 
 def test_rewards_clipped_in_training_only():

@@ -45,7 +45,7 @@ def test_stop_return_ends_the_run_at_the_first_evaluation_that_reaches_it(cartpo
     summary, stop = read_summary(cartpole_a3c), CARTPOLE_A3C_STOP
     reached = [e for e in summary["evals"] if e["mean_return"] >= stop]
     assert reached and summary["status"] == f"solved: eval mean {reached[0]['mean_return']:g} >= --stop-return {stop}"
-    assert summary["frames"] < reached[0]["frames"] + 100_000  # stopped there, not at its 300k frames
+    assert summary["frames"] < min(reached[0]["frames"] + 100_000, 300_000)  # stopped there, not at its 300k
     run = tmp_path / "a3c"
     shutil.copytree(cartpole_a3c, run)  # the shared run stays as it was for the other tests
     proc = run_train("--resume", run, "--stop-return", "none", "--frames", summary["frames"] + 4000, timeout=600)
