@@ -16,7 +16,7 @@ from hogwild_dqn.algorithms import ALGORITHMS
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 OPTIMIZERS = ("rmsprop", "adam")
-NETS = ("ff", "lstm")
+NETS = tuple(dict.fromkeys(n for a in ALGORITHMS.values() for n in a.networks))  # ff, lstm: the table's
 
 
 class ConfigError(ValueError):

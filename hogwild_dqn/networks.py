@@ -134,14 +134,16 @@ def network_for(cfg, spec) -> nn.Module:
     row in ALGORITHMS says actor-critic heads or Q-values; --net lstm puts LSTM cells after one torso that both
     heads share. `spec` needs obs_shape and n_actions."""
     obs_shape, hidden = tuple(spec.obs_shape), cfg.hidden
+    pixels = len(obs_shape) == 3
+
+    def new_torso() -> nn.Module:
+        return (AtariTorso(obs_shape, hidden, cfg.obs_standardize) if pixels
+                else MLPTorso(obs_shape, hidden, cfg.mlp_layers))
+
+    torso = new_torso()
     if cfg.net == "lstm":
-        torso = (AtariTorso(obs_shape, hidden, cfg.obs_standardize) if len(obs_shape) == 3
-                 else MLPTorso(obs_shape, hidden, cfg.mlp_layers))
         return RecurrentActorCritic(torso, hidden, spec.n_actions)
-    if len(obs_shape) == 3:
-        torso, value_torso = AtariTorso(obs_shape, hidden, cfg.obs_standardize), None
-    else:
-        torso, value_torso = MLPTorso(obs_shape, hidden, cfg.mlp_layers), MLPTorso(obs_shape, hidden, cfg.mlp_layers)
+    value_torso = None if pixels else new_torso()
     if ALGORITHMS[cfg.algo].actor_critic:
         return ActorCritic(torso, hidden, spec.n_actions, value_torso)
     return QNet(torso, hidden, spec.n_actions)

@@ -223,13 +223,15 @@ def segment_loss(local, target, loss_fn, rollout: Rollout, n: list[int]) -> tupl
     obs_buf, actions, rewards, terminated, truncated, state0 = rollout
     E, T = rewards.shape
     full = all(m == T for m in n)
+
+    def game_rows(t: torch.Tensor) -> torch.Tensor:
+        """Rows 0..n[k] of each game k of `t` (E, T+1, ...), as one batch."""
+        return t.flatten(0, 1) if full else torch.cat([t[k, : n[k] + 1] for k in range(E)])
+
     if state0 is not None:
-        logits, values = local.unroll(obs_buf, state0)
-        out = (logits.flatten(0, 1), values.flatten(0, 1)) if full else (
-            torch.cat([logits[k, : n[k] + 1] for k in range(E)]), torch.cat([values[k, : n[k] + 1] for k in range(E)]))
+        out = tuple(game_rows(o) for o in local.unroll(obs_buf, state0))
     else:
-        obs = obs_buf.flatten(0, 1) if full else torch.cat([obs_buf[k, : n[k] + 1] for k in range(E)])
-        out = local(obs)
+        out = local(game_rows(obs_buf))
     target_q_next = None
     if target is not None:
         with torch.no_grad():
