@@ -30,7 +30,7 @@ TRAIN_ARGS = $(call opt,--game,$(GAME)) $(call opt,--algo,$(ALGO)) $(call opt,--
              $(call opt,--config,$(CONFIG)) $(call opt,--logdir,$(LOGDIR)) $(call opt,--resume,$(RESUME)) \
              $(call opt,--cluster,$(CLUSTER)) $(ARGS)
 
-.PHONY: install install-cluster install-baselines train test soak sweep report bench play baseline-sb3 evidence ablation clean-venv
+.PHONY: install install-cluster install-baselines install-mujoco train test soak sweep report bench play baseline-sb3 evidence ablation clean-venv
 
 install: $(STAMP)
 
@@ -49,6 +49,14 @@ install-baselines: $(BASELINES_STAMP)
 $(BASELINES_STAMP): requirements-baselines.txt $(STAMP)
 	$(PY) -m pip install --quiet -r requirements-baselines.txt
 	touch $(BASELINES_STAMP)
+
+# MuJoCo, for its continuous-control tasks (GAME=InvertedPendulum-v5, HalfCheetah-v5); nothing else needs it.
+MUJOCO_STAMP := $(VENV)/.installed-mujoco
+install-mujoco: $(MUJOCO_STAMP)
+
+$(MUJOCO_STAMP): requirements-mujoco.txt $(STAMP)
+	$(PY) -m pip install --quiet -r requirements-mujoco.txt
+	touch $(MUJOCO_STAMP)
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)

@@ -41,7 +41,8 @@ def checkpoint_state(model, target, cfg, spec, progress: dict) -> dict:
         "worker_eps": torch.zeros(0) if worker_eps is None else worker_eps.clone(),
         "worker_seed": torch.zeros(0, dtype=torch.int64) if worker_seed is None else worker_seed.clone(),
         "frames": progress["frames"], "best_eval_return": progress["best"], "game": cfg.game, "algo": cfg.algo,
-        "obs_shape": list(spec.obs_shape), "n_actions": spec.n_actions, "config": cfg.to_dict(),
+        "obs_shape": list(spec.obs_shape), "n_actions": spec.n_actions,
+        "continuous": spec.continuous, "config": cfg.to_dict(),
     }
 
 

@@ -12,8 +12,9 @@ import gymnasium as gym
 import numpy as np
 from ale_py import roms
 from gymnasium.utils import seeding
-from gymnasium.wrappers import RecordEpisodeStatistics, TransformReward
+from gymnasium.wrappers import ClipAction, RecordEpisodeStatistics, TransformReward
 
+from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.config import Config, ConfigError
 
 gym.register_envs(ale_py)
@@ -50,8 +51,9 @@ class EnvSpec:
     env_id: str
     is_atari: bool
     obs_shape: tuple
-    n_actions: int
+    n_actions: int        # Discrete: the number of actions; Box: the number of action components
     frames_per_step: int  # emulator frames per agent step (frame skip); 1 outside Atari
+    continuous: bool = False  # a Box action space: a vector of floats per step, clipped to its bounds by the env
 
 
 def ale_games() -> dict[str, str]:
@@ -205,6 +207,8 @@ def make_env(cfg: Config, seed: int, for_eval: bool, render: bool = False) -> gy
     mode = {"render_mode": "rgb_array"} if render else {}
     if not is_atari:
         env = RecordEpisodeStatistics(gym.make(env_id, **mode))
+        if isinstance(env.action_space, gym.spaces.Box):
+            env = ClipAction(env)  # the policy's Gaussian is unbounded; its draws are clipped only here
         if not for_eval and cfg.reward_scale != 1.0:
             env = TransformReward(env, lambda r: r * cfg.reward_scale)
     else:
@@ -221,19 +225,44 @@ def make_env(cfg: Config, seed: int, for_eval: bool, render: bool = False) -> gy
     return env
 
 
+def render_problem(cfg: Config) -> str | None:
+    """Why this machine cannot draw the game's screens, or None. MuJoCo needs an OpenGL context (a display, EGL
+    or OSMesa, chosen by MUJOCO_GL); a headless machine without one trains and evaluates, but has no videos."""
+    try:
+        env = make_env(cfg, 0, for_eval=True, render=True)
+        try:
+            env.reset()
+            env.render()
+        finally:
+            env.close()
+    except Exception as e:  # each GL backend raises its own type (mujoco.FatalError, EGLError, ...)
+        return (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
+    return None
+
+
 def env_spec(cfg: Config) -> EnvSpec:
     """Probe the env once (in the parent, before spawning) for its shapes."""
     is_atari, env_id = resolve(cfg.game)
-    env = make_env(cfg, seed=0, for_eval=True)
+    try:
+        env = make_env(cfg, seed=0, for_eval=True)
+    except gym.error.DependencyNotInstalled as e:
+        extra = "; make install-mujoco installs it" if "mujoco" in str(e).lower() else ""
+        raise ConfigError(f"--game {cfg.game!r}: {str(e).splitlines()[0]}{extra}") from None
     try:
         obs_space, act_space = env.observation_space, env.action_space
-        if not isinstance(act_space, gym.spaces.Discrete):
-            raise ConfigError(f"--game {cfg.game!r} has a {type(act_space).__name__} action space; "
-                              "only discrete actions are supported")
+        kind = type(act_space).__name__
+        if kind not in ("Discrete", "Box") or (kind == "Box" and len(act_space.shape) != 1):
+            raise ConfigError(f"--game {cfg.game!r} has a {kind} action space of shape {act_space.shape}; "
+                              "give a game with discrete actions or a flat Box of continuous ones")
+        if kind not in ALGORITHMS[cfg.algo].action_spaces:
+            able = [k for k, a in ALGORITHMS.items() if kind in a.action_spaces]
+            raise ConfigError(f"--game {cfg.game!r} has continuous ({kind}) actions; --algo {cfg.algo} needs "
+                              f"discrete ones (continuous actions: --algo {' or '.join(able)})")
         if not is_atari and len(obs_space.shape) != 1:
             raise ConfigError(f"--game {cfg.game!r} has observations of shape {obs_space.shape}; "
                               "non-Atari games need flat vector observations")
-        return EnvSpec(env_id, is_atari, tuple(obs_space.shape), int(act_space.n),
-                       cfg.frame_skip if is_atari else 1)
+        n = int(act_space.n) if kind == "Discrete" else int(act_space.shape[0])
+        return EnvSpec(env_id, is_atari, tuple(obs_space.shape), n, cfg.frame_skip if is_atari else 1,
+                       continuous=kind == "Box")
     finally:
         env.close()

@@ -7,6 +7,7 @@ actor (plays) and the parameter holder (records), with the driver deciding when 
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -16,7 +17,7 @@ import numpy as np
 from hogwild_dqn import metrics
 from hogwild_dqn.checkpoint import atomic_save
 from hogwild_dqn.config import Config
-from hogwild_dqn.envs import make_env
+from hogwild_dqn.envs import make_env, render_problem
 from hogwild_dqn.policy import EVAL_SEED_OFFSET, Policy, play_episode
 
 
@@ -39,9 +40,25 @@ def play_games(policy: Policy, env, episodes: int) -> dict:
             "episodes": len(returns), "seconds": time.time() - t0}
 
 
-def best_episode_gif(policy: Policy, cfg: Config, frames: int) -> bytes:
+_RENDERS: dict[str, bool] = {}  # game -> whether this process can draw its screens
+
+
+def _cannot_render(cfg: Config) -> bool:
+    """Checked once per process and game, which says why on stderr, once."""
+    if cfg.game not in _RENDERS:
+        problem = render_problem(cfg)
+        _RENDERS[cfg.game] = problem is None
+        if problem:
+            print(f"evaluator: no best-episode GIFs: {cfg.game} cannot draw its screens on this machine "
+                  f"({problem})", file=sys.stderr, flush=True)
+    return not _RENDERS[cfg.game]
+
+
+def best_episode_gif(policy: Policy, cfg: Config, frames: int) -> bytes | None:
     """One more game on a rendering env; its first --video-steps screens as an animated GIF (screens over 300
-    wide are halved)."""
+    wide are halved). None where the game cannot be drawn here (MuJoCo without OpenGL)."""
+    if _cannot_render(cfg):
+        return None
     env = make_env(cfg, cfg.seed + EVAL_SEED_OFFSET + frames, for_eval=True, render=True)
     screens = []
 

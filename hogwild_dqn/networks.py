@@ -1,5 +1,6 @@
-"""Networks: observation -> Q-values, or -> (policy logits, value), or with a recurrent state
-(observation, (h, c)) -> (policy logits, value, (h, c)). Nothing else."""
+"""Networks: observation -> Q-values, or -> (policy, value), or with a recurrent state
+(observation, (h, c)) -> (policy, value, (h, c)). The policy is softmax logits (rows, actions) for discrete
+actions, a Gaussian's (mean, variance) as (rows, 2, action components) for continuous ones. Nothing else."""
 
 from __future__ import annotations
 
@@ -66,18 +67,40 @@ class QNet(nn.Module):
         return self.q(self.torso(obs))
 
 
+class GaussianHead(nn.Module):
+    """Continuous actions, as the paper's: a linear mean and a softplus variance per action component,
+    stacked as (..., 2, components) so that it stands where a discrete head's logits stand."""
+
+    MIN_VARIANCE = 1e-4  # keeps log-probabilities finite when the softplus underflows
+
+    def __init__(self, hidden: int, components: int):
+        super().__init__()
+        self.mean, self.variance = nn.Linear(hidden, components), nn.Linear(hidden, components)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        var = nn.functional.softplus(self.variance(x)) + self.MIN_VARIANCE
+        return torch.stack((self.mean(x), var), -2)
+
+
+def policy_head(hidden: int, spec) -> nn.Module:
+    """Logits over spec.n_actions actions, or a Gaussian over spec.n_actions components when continuous."""
+    if getattr(spec, "continuous", False):
+        return GaussianHead(hidden, spec.n_actions)
+    return nn.Linear(hidden, spec.n_actions)
+
+
 class ActorCritic(nn.Module):
-    """Torso -> (softmax policy logits, state value).
+    """Torso -> (policy, state value); `pi` is the policy head (logits, or a GaussianHead).
 
     With one torso the heads share it, as in the paper's Atari network. A second `value_torso` gives the
     critic its own features: unclipped returns (CartPole's reach ~100) make value gradients swamp a
     shared small MLP and the policy collapses.
     """
 
-    def __init__(self, torso: nn.Module, hidden: int, n_actions: int, value_torso: nn.Module | None = None):
+    def __init__(self, torso: nn.Module, hidden: int, pi: nn.Module, value_torso: nn.Module | None = None):
         super().__init__()
         self.torso, self.value_torso = torso, value_torso
-        self.pi, self.v = nn.Linear(hidden, n_actions), nn.Linear(hidden, 1)
+        self.pi, self.v = pi, nn.Linear(hidden, 1)
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         x = self.torso(obs)
@@ -86,7 +109,7 @@ class ActorCritic(nn.Module):
 
 
 class RecurrentActorCritic(nn.Module):
-    """Torso -> LSTM -> (softmax policy logits, state value): the paper's A3C LSTM (256 cells after the torso's
+    """Torso -> LSTM -> (policy, state value): the paper's A3C LSTM (256 cells after the torso's
     last hidden layer; both heads read the cells' output, since the value needs the memory as much).
 
     Called one step at a time with each row's state (h, c); `unroll` replays whole segments from their
@@ -96,10 +119,10 @@ class RecurrentActorCritic(nn.Module):
     CELLS = 256
     recurrent = True  # callers carry a state for it (the feed-forward networks say nothing: False)
 
-    def __init__(self, torso: nn.Module, hidden: int, n_actions: int):
+    def __init__(self, torso: nn.Module, hidden: int, spec):
         super().__init__()
         self.torso, self.lstm = torso, nn.LSTMCell(hidden, self.CELLS)
-        self.pi, self.v = nn.Linear(self.CELLS, n_actions), nn.Linear(self.CELLS, 1)
+        self.pi, self.v = policy_head(self.CELLS, spec), nn.Linear(self.CELLS, 1)
 
     def initial_state(self, rows: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The state of a game that has just started: zeros."""
@@ -110,7 +133,7 @@ class RecurrentActorCritic(nn.Module):
         return self.pi(h), self.v(h).squeeze(-1), (h, c)
 
     def unroll(self, obs: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor]):
-        """obs (rows, steps, *obs_shape) from each row's `state`: logits (rows, steps, actions), values (rows,
+        """obs (rows, steps, *obs_shape) from each row's `state`: policies (rows, steps, ...), values (rows,
         steps). The torso runs once over every step (one batched forward), the cells step by step."""
         rows, steps = obs.shape[:2]
         x = self.torso(obs.flatten(0, 1)).view(rows, steps, -1)
@@ -132,7 +155,8 @@ def network_for(cfg, spec) -> nn.Module:
     """The network of a run's config and env spec (every process builds the same one): pixels (3-D
     observations) get the paper's shared Atari torso, vectors an MLP (a separate one for V); the algorithm's
     row in ALGORITHMS says actor-critic heads or Q-values; --net lstm puts LSTM cells after one torso that both
-    heads share. `spec` needs obs_shape and n_actions."""
+    heads share; a continuous action space gets a Gaussian policy head. `spec` needs obs_shape and n_actions
+    (continuous, when present)."""
     obs_shape, hidden = tuple(spec.obs_shape), cfg.hidden
     pixels = len(obs_shape) == 3
 
@@ -142,8 +166,8 @@ def network_for(cfg, spec) -> nn.Module:
 
     torso = new_torso()
     if cfg.net == "lstm":
-        return RecurrentActorCritic(torso, hidden, spec.n_actions)
+        return RecurrentActorCritic(torso, hidden, spec)
     value_torso = None if pixels else new_torso()
     if ALGORITHMS[cfg.algo].actor_critic:
-        return ActorCritic(torso, hidden, spec.n_actions, value_torso)
+        return ActorCritic(torso, hidden, policy_head(hidden, spec), value_torso)
     return QNet(torso, hidden, spec.n_actions)

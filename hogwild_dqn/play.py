@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from hogwild_dqn.config import ConfigError, Parser
-from hogwild_dqn.envs import make_env, resolve
+from hogwild_dqn.envs import make_env, render_problem, resolve
 from hogwild_dqn.policy import EVAL_SEED_OFFSET, load_policy, play_episode
 
 PLAY_SEED_OFFSET = 2 * EVAL_SEED_OFFSET  # games the evaluator did not play
@@ -65,6 +65,10 @@ def play(run_dir: Path, episodes: int, device: str, seed: int | None, video: boo
     seed = cfg.seed + PLAY_SEED_OFFSET if seed is None else seed
     policy.seed(seed)
     is_atari, _ = resolve(cfg.game)
+    problem = render_problem(cfg) if video else None
+    if problem:
+        print(f"play: no video: {cfg.game} cannot draw its screens on this machine ({problem})", flush=True)
+        video = False
     env = make_env(cfg, seed, for_eval=True, render=video)
     print(f"{policy.source}: {cfg.algo} on {cfg.game} after {policy.frames:,} frames "
           f"(evaluator's best {policy.best_eval_return:g}); {episodes} games on {device}", flush=True)

@@ -21,9 +21,9 @@ EVAL_SEED_OFFSET = 10_000  # evaluation games never share seeds with the workers
 
 
 class Policy:
-    """Acts as the evaluator does: A3C samples its policy, the Q methods are epsilon-greedy (eval_epsilon).
-    With --net lstm it carries the network's state from step to step of a game: call `reset()` when a new
-    game starts (play_episode does)."""
+    """Acts as the evaluator does: A3C samples its policy (softmax or Gaussian), the Q methods are
+    epsilon-greedy (eval_epsilon). With --net lstm it carries the network's state from step to step of a
+    game: call `reset()` when a new game starts (play_episode does)."""
 
     def __init__(self, net: torch.nn.Module, cfg: Config, device: torch.device | str = "cpu", seed: int = 0):
         self.cfg, self.device = cfg, torch.device(device)
@@ -43,8 +43,9 @@ class Policy:
         self.rng = np.random.default_rng(seed)
         self.generator = torch.Generator().manual_seed(seed)
 
-    def act(self, observation) -> int:
-        """The action for one observation, as the env returns it."""
+    def act(self, observation):
+        """The action for one observation, as the env returns it: an int, or for continuous actions a float
+        vector drawn from the Gaussian policy (unclipped: the env from make_env clips it to its bounds)."""
         if not self.actor_critic and self.rng.random() < self.cfg.eval_epsilon:
             return int(self.rng.integers(self.net.q.out_features))
         with torch.inference_mode():
@@ -53,6 +54,9 @@ class Policy:
                 *out, self.state = self.net(obs, self.state)
             else:
                 out = self.net(obs)
+        if self.actor_critic and out[0].dim() == 3:
+            mean, var = out[0][0].float().cpu()
+            return (mean + var.sqrt() * torch.randn(mean.shape, generator=self.generator)).numpy()
         if self.actor_critic:
             probs = torch.softmax(out[0][0].float(), -1).cpu()
             return int(torch.multinomial(probs, 1, generator=self.generator))
@@ -92,7 +96,8 @@ def load_policy(run_dir: str | Path, device: str = "cpu", seed: int = 0) -> Poli
     if not isinstance(saved, dict) or "obs_shape" not in ckpt or "n_actions" not in ckpt:
         raise ConfigError(f"checkpoint {path} is not a hogwild_dqn checkpoint (no config or env shapes)")
     cfg = dataclasses.replace(Config(), **{k: v for k, v in saved.items() if k in FIELDS})
-    spec = SimpleNamespace(obs_shape=tuple(ckpt["obs_shape"]), n_actions=int(ckpt["n_actions"]))
+    spec = SimpleNamespace(obs_shape=tuple(ckpt["obs_shape"]), n_actions=int(ckpt["n_actions"]),
+                           continuous=bool(ckpt.get("continuous", False)))
     net = network_for(cfg, spec)
     try:
         net.load_state_dict(ckpt["model"])

@@ -38,9 +38,15 @@ def worker_process(rank: int, seed: int, run: Run, shared: SharedState, report) 
     run_child(f"worker{rank}", report, loop, rank, seed, run, shared)
 
 
-def sample(logits: torch.Tensor, rng: np.random.Generator) -> list[int]:
-    """One action per row, drawn from the softmax policy of its logits with the worker's own generator."""
-    cdf = torch.softmax(logits, dim=1).cumsum(1).numpy()
+def sample(policy: torch.Tensor, rng: np.random.Generator) -> list:
+    """One action per row, drawn with the worker's own generator: an index from softmax logits (rows, actions),
+    or a vector of floats from a Gaussian's (mean, variance) (rows, 2, components), unclipped (the env clips)."""
+    if policy.dim() == 3:
+        mean, var = policy[:, 0].numpy(), policy[:, 1].numpy()
+        if not (np.isfinite(mean).all() and np.isfinite(var).all()):
+            raise NonFinite("non-finite policy while acting")
+        return (mean + np.sqrt(var) * rng.standard_normal(mean.shape)).tolist()
+    cdf = torch.softmax(policy, dim=1).cumsum(1).numpy()
     if not np.isfinite(cdf[:, -1]).all():
         raise NonFinite("non-finite policy while acting")
     u = rng.random(len(cdf)) * cdf[:, -1]
@@ -117,7 +123,9 @@ def run_worker(rank: int, seed: int, run: Run, shared: SharedState) -> None:
     # Preallocated segment buffers, one row per game: obs[k, t] is s_t, obs[k, t+1] the state after a_t.
     T = cfg.t_max
     obs_buf = torch.zeros((E, T + 1, *spec.obs_shape), dtype=torch.uint8 if spec.is_atari else torch.float32)
-    actions = torch.zeros((E, T + 1), dtype=torch.long)
+    actions = (torch.zeros((E, T + 1, spec.n_actions)) if spec.continuous  # a vector of floats per step
+               else torch.zeros((E, T + 1), dtype=torch.long))
+    to_env = (lambda a: a.numpy()) if spec.continuous else int
     rewards = torch.zeros((E, T))
     terminated = torch.zeros((E, T), dtype=torch.bool)
     truncated = torch.zeros((E, T), dtype=torch.bool)
@@ -144,7 +152,7 @@ def run_worker(rank: int, seed: int, run: Run, shared: SharedState) -> None:
             n, live, life_lost = [0] * E, list(range(E)), [False] * E
             for t in range(T):
                 for k in live:
-                    obs, r, term, trunc, info = envs[k].step(int(actions[k, t]))
+                    obs, r, term, trunc, info = envs[k].step(to_env(actions[k, t]))
                     obs_buf[k, t + 1] = torch.as_tensor(np.asarray(obs))
                     rewards[k, t], terminated[k, t], truncated[k, t] = float(r), bool(term), bool(trunc)
                     n[k], life_lost[k] = t + 1, bool(info.get("life_lost"))

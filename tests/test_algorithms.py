@@ -7,7 +7,7 @@ import sys
 import pytest
 import torch
 
-from hogwild_dqn.algorithms.a3c import a3c_loss
+from hogwild_dqn.algorithms.a3c import a3c_loss, log_prob_entropy
 from hogwild_dqn.algorithms.q_learning import nq_loss, q1_loss, sarsa1_loss
 from hogwild_dqn.algorithms.returns import Segment, n_step_returns, one_step_targets
 from tests.conftest import ROOT
@@ -92,6 +92,41 @@ def test_a3c_loss_by_hand(terminated, returns):
     loss.backward()
     # dL/dV(s_t) = -2 * 0.5 * adv_t; the bootstrap V(s_2) is a constant
     assert values.grad.tolist() == pytest.approx([-adv[0], -adv[1], 0.0])
+
+
+def test_gaussian_log_prob_and_entropy_by_hand():
+    # row 0: one Gaussian per component, mean (0, 1), variance (1, 0.25), action (1, 1);
+    # row 1: mean (2, -1), variance (4, 1), action (2, -3)
+    policy = torch.tensor([[[0.0, 1.0], [1.0, 0.25]], [[2.0, -1.0], [4.0, 1.0]]])
+    actions = torch.tensor([[1.0, 1.0], [2.0, -3.0]])
+    log_prob, entropy = log_prob_entropy(policy, actions)
+    half_log_2pi = 0.5 * math.log(2 * math.pi)
+    # log N(a; m, v) = -(a - m)^2 / (2 v) - log(2 pi v) / 2; entropy = (log(2 pi v) + 1) / 2
+    row0 = (-0.5 - half_log_2pi) + (0.0 - half_log_2pi - 0.5 * math.log(0.25))
+    row1 = (0.0 - half_log_2pi - 0.5 * math.log(4)) + (-2.0 - half_log_2pi)
+    assert log_prob.tolist() == pytest.approx([row0, row1])
+    ent0 = (half_log_2pi + 0.5) + (half_log_2pi + 0.5 * math.log(0.25) + 0.5)
+    ent1 = (half_log_2pi + 0.5 * math.log(4) + 0.5) + (half_log_2pi + 0.5)
+    assert entropy.tolist() == pytest.approx([ent0, ent1])
+
+
+def test_a3c_loss_continuous_by_hand():
+    # one action component; N(mean 0, variance 1) in every state, actions 1 then -2; V = [1, 2, 3], gamma 0.5
+    policy = torch.tensor([[[0.0], [1.0]]] * 3, requires_grad=True)
+    values = torch.tensor([1.0, 2.0, 3.0])
+    s = Segment(torch.tensor([[1.0], [-2.0]]), f(1, 1), b(F, F), b(F, F), torch.zeros(2, 1))
+    loss, m = a3c_loss((policy, values), None, s, gamma=0.5, entropy_beta=0.01, value_coef=0.5)
+    adv = [2.25 - 1.0, 2.5 - 2.0]
+    log_p = [-0.5 - 0.5 * math.log(2 * math.pi), -2.0 - 0.5 * math.log(2 * math.pi)]
+    assert m["losses/policy_loss"] == pytest.approx(-(log_p[0] * adv[0] + log_p[1] * adv[1]))
+    assert m["losses/entropy"] == pytest.approx(0.5 * (math.log(2 * math.pi) + 1))
+    loss.backward()
+    # d(-log p * adv)/d mean = -adv (a - mean) / var; d/d var = -adv ((a - mean)^2 / (2 var^2) - 1 / (2 var)),
+    # less entropy_beta / (2 var) from the entropy bonus
+    grad = policy.grad
+    assert grad[:2, 0, 0].tolist() == pytest.approx([-adv[0] * 1.0, -adv[1] * -2.0])
+    assert grad[:2, 1, 0].tolist() == pytest.approx([-adv[0] * (0.5 - 0.5) - 0.005, -adv[1] * (2.0 - 0.5) - 0.005])
+    assert grad[2].abs().sum() == 0  # the last state only bootstraps
 
 
 def test_every_algorithm_row_names_a_loss_and_config_stays_torch_free():

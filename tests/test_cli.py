@@ -28,6 +28,9 @@ BAD = [
     (["--net", "gru"], "--net 'gru' is unknown; choose one of ff, lstm"),
     (["--algo", "nq", "--net", "lstm"], "--net lstm needs a3c; --algo nq trains ff networks only"),
     (["--algo", "dqn", "--net", "lstm"], "--net lstm needs a3c; --algo dqn trains ff networks only"),
+    (["--algo", "q1", "--game", "Pendulum-v1"], "--game 'Pendulum-v1' has continuous (Box) actions; --algo q1 "
+                                                "needs discrete ones (continuous actions: --algo a3c)"),
+    (["--algo", "dqn", "--game", "Pendulum-v1"], "--algo dqn needs discrete ones"),
 ]
 
 

@@ -1,4 +1,4 @@
-"""The Atari torso's input scaling; the LSTM network's steps and unrolls."""
+"""The Atari torso's input scaling; the LSTM network's steps and unrolls; the Gaussian head of continuous actions."""
 
 import dataclasses
 from types import SimpleNamespace
@@ -7,7 +7,7 @@ import torch
 
 from hogwild_dqn.config import Config
 from hogwild_dqn.envs import env_spec
-from hogwild_dqn.networks import AtariTorso, RecurrentActorCritic, is_recurrent, network_for
+from hogwild_dqn.networks import AtariTorso, GaussianHead, RecurrentActorCritic, is_recurrent, network_for
 
 
 def _frames() -> torch.Tensor:
@@ -75,3 +75,19 @@ def test_lstm_on_pixels_sits_after_the_papers_torso():
     assert isinstance(net.torso, AtariTorso) and net.lstm.input_size == cfg.hidden
     logits, values, (h, c) = net(_frames(), net.initial_state(3))
     assert logits.shape == (3, 6) and values.shape == (3,) and h.shape == (3, 256)
+
+
+def test_continuous_actions_get_a_gaussian_head_for_ff_and_lstm():
+    cfg = Config(game="Pendulum-v1", hidden=16, mlp_layers=1)
+    spec = env_spec(cfg)
+    assert spec.continuous and spec.n_actions == 1  # Pendulum's one torque
+    torch.manual_seed(0)
+    for net in (network_for(cfg, spec), network_for(dataclasses.replace(cfg, net="lstm"), spec)):
+        assert isinstance(net.pi, GaussianHead)
+        net.pi.variance.bias.data.fill_(-30.0)  # a softplus that underflows: the floor keeps it positive
+        obs = torch.randn(5, 3)
+        policy, values = net(obs) if not is_recurrent(net) else net(obs, net.initial_state(5))[:2]
+        assert policy.shape == (5, 2, 1) and values.shape == (5,)
+        assert (policy[:, 1] >= GaussianHead.MIN_VARIANCE).all()
+    discrete = network_for(cfg, SimpleNamespace(obs_shape=(3,), n_actions=4))  # no `continuous`: logits
+    assert isinstance(discrete.pi, torch.nn.Linear) and discrete.pi.out_features == 4

@@ -14,7 +14,7 @@ from hogwild_dqn.algorithms.returns import Segment
 from hogwild_dqn.config import Config
 from hogwild_dqn.networks import network_for
 from hogwild_dqn.shared import NonFinite
-from hogwild_dqn.worker import GameStates, Rollout, act_many, segment_loss
+from hogwild_dqn.worker import GameStates, Rollout, act_many, sample, segment_loss
 
 
 def _net(actor_critic, head_bias):
@@ -36,6 +36,17 @@ def test_a3c_samples_its_policy():
     net, rng = _net(True, [math.log(0.2), math.log(0.5), math.log(0.3)]), np.random.default_rng(0)
     counts = np.bincount([act_many(net, torch.zeros(1, 4), 0.0, True, rng)[0] for _ in range(20_000)], minlength=3)
     assert (counts / counts.sum()).tolist() == pytest.approx([0.2, 0.5, 0.3], abs=0.015)
+
+
+def test_continuous_actions_are_drawn_from_each_rows_gaussian_unclipped():
+    # row 0: mean 1, variance 4; row 1: mean -3, variance 0.25 (beyond Pendulum's bound of 2: the env clips)
+    policy = torch.tensor([[[1.0], [4.0]], [[-3.0], [0.25]]])
+    rng = np.random.default_rng(0)
+    draws = np.array([sample(policy, rng) for _ in range(20_000)])[..., 0]  # (draws, rows)
+    assert draws.mean(0).tolist() == pytest.approx([1.0, -3.0], abs=0.04)
+    assert draws.std(0).tolist() == pytest.approx([2.0, 0.5], abs=0.03)
+    with pytest.raises(NonFinite, match="non-finite policy"):
+        sample(torch.tensor([[[float("nan")], [1.0]]]), rng)
 
 
 def test_q_methods_are_epsilon_greedy():

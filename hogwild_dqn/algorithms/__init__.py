@@ -22,7 +22,7 @@ class Algorithm:
     next_action: bool = False      # its target uses the action taken next, chosen before the update (SARSA)
     replay: bool = False           # learns from a replay memory
     networks: tuple = ("ff",)      # --net choices: ff (feed-forward), lstm (carries a recurrent state across steps)
-    action_spaces: tuple = ("Discrete",)
+    action_spaces: tuple = ("Discrete",)  # gymnasium action spaces it acts in; Box: a Gaussian policy head
 
     @property
     def loss(self):
@@ -38,7 +38,8 @@ ALGORITHMS = {
     "nq": Algorithm("hogwild_dqn.algorithms.q_learning:nq_loss", "n-step Q-learning (Algorithm S2)",
                     actor_critic=False, target_network=True),
     "a3c": Algorithm("hogwild_dqn.algorithms.a3c:a3c_loss", "advantage actor-critic (Algorithm S3)",
-                     actor_critic=True, target_network=False, networks=("ff", "lstm")),
+                     actor_critic=True, target_network=False, networks=("ff", "lstm"),
+                     action_spaces=("Discrete", "Box")),
     "dqn": Algorithm("hogwild_dqn.algorithms.dqn:dqn_loss", "DQN with a replay memory in each worker (one "
                      "worker: standard DQN; several: asynchronous DQN)", actor_critic=False, target_network=True,
                      replay=True),

@@ -9,7 +9,7 @@ import torch
 
 class Segment(NamedTuple):
     """A worker's rollout of T steps. Row t describes the step from s_t to s_{t+1}."""
-    actions: torch.Tensor       # [T] long, a_t
+    actions: torch.Tensor       # [T] long, a_t; continuous actions: [T, components] float
     rewards: torch.Tensor       # [T] float, r_t
     terminated: torch.Tensor    # [T] bool, s_{t+1} is a real terminal: never bootstrap through it
     truncated: torch.Tensor     # [T] bool, the episode was cut at s_{t+1} by a time limit: bootstrap from it
