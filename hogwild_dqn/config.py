@@ -217,12 +217,22 @@ def _is_number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+VECTOR_PRESETS = {"Pendulum-v1": "pendulum.yaml"}  # gymnasium ids with a preset of their own
+
+
 def default_preset(game: str, algo: str) -> Path:
     """ALE games (Pong, ALE/Pong-v5) use configs/atari.yaml (configs/dqn_atari.yaml for a replay method);
-    other gymnasium ids (CartPole-v1, ...) configs/cartpole.yaml. Decided by name alone, so that a bad --game
-    is reported by envs.resolve."""
+    MuJoCo tasks configs/mujoco.yaml, the ids of VECTOR_PRESETS theirs, other gymnasium ids (CartPole-v1, ...)
+    configs/cartpole.yaml. Decided from the name and gymnasium's registry alone (no env is built), so that a
+    bad --game is reported by envs.resolve."""
     if "-v" in game and not game.startswith("ALE/"):
-        return CONFIG_DIR / "cartpole.yaml"
+        if game in VECTOR_PRESETS:
+            return CONFIG_DIR / VECTOR_PRESETS[game]
+        from gymnasium import registry  # gymnasium, not torch: config stays light
+
+        spec = registry.get(game)
+        mujoco = spec is not None and str(spec.entry_point).startswith("gymnasium.envs.mujoco")
+        return CONFIG_DIR / ("mujoco.yaml" if mujoco else "cartpole.yaml")
     return CONFIG_DIR / ("dqn_atari.yaml" if ALGORITHMS.get(algo) and ALGORITHMS[algo].replay else "atari.yaml")
 
 
@@ -236,8 +246,9 @@ class Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="train.py", description="Hogwild asynchronous deep RL (Mnih et al. 2016).",
                                 argument_default=argparse.SUPPRESS)
-    p.add_argument("--config", help="YAML preset (default: configs/atari.yaml for ALE games, "
-                                    "configs/cartpole.yaml for gymnasium ids)")
+    p.add_argument("--config", help="YAML preset (default: configs/atari.yaml for ALE games, configs/mujoco.yaml "
+                                    "for MuJoCo tasks, configs/pendulum.yaml for Pendulum-v1, "
+                                    "configs/cartpole.yaml for other gymnasium ids)")
     p.add_argument("--resume", metavar="DIR", help="continue the run in DIR from its checkpoint.pt")
     for f in dataclasses.fields(Config):
         t, doc = _field_type(f.name), f.metadata["doc"]

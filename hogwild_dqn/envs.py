@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import warnings
 from dataclasses import dataclass
 
 import ale_py
@@ -229,12 +230,14 @@ def render_problem(cfg: Config) -> str | None:
     """Why this machine cannot draw the game's screens, or None. MuJoCo needs an OpenGL context (a display, EGL
     or OSMesa, chosen by MUJOCO_GL); a headless machine without one trains and evaluates, but has no videos."""
     try:
-        env = make_env(cfg, 0, for_eval=True, render=True)
-        try:
-            env.reset()
-            env.render()
-        finally:
-            env.close()
+        with warnings.catch_warnings():  # the GL backends tried on the way warn too (GLFWError: no display)
+            warnings.simplefilter("ignore")
+            env = make_env(cfg, 0, for_eval=True, render=True)
+            try:
+                env.reset()
+                env.render()
+            finally:
+                env.close()
     except Exception as e:  # each GL backend raises its own type (mujoco.FatalError, EGLError, ...)
         return (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
     return None

@@ -1,5 +1,5 @@
-"""A3C on continuous (Box) actions with real worker processes: Pendulum-v1 end to end (several games per
-worker, the LSTM, checkpoint, resume, the evaluator, play, load_policy) and learning to swing the pendulum up."""
+"""A3C on continuous (Box) actions with real worker processes: Pendulum-v1 learns to swing up, and the trained
+run plays (play, load_policy, the best-episode GIF); the LSTM acts with the Gaussian head too."""
 
 import sys
 
@@ -10,24 +10,23 @@ import hogwild_dqn
 from tests.conftest import read_summary, run_cmd, run_train
 
 
-def test_pendulum_trains_resumes_and_plays(tmp_path):
+def test_a3c_learns_to_swing_the_pendulum_up_and_the_run_plays(tmp_path):
+    """configs/pendulum.yaml (Pendulum-v1's default), 2 workers x 8 games: a random policy scores about -1200;
+    an evaluation of -400 or better means most of the 10 games swing up and hold the pendulum. The runs that
+    chose the preset reached it at 60k frames (seeds 1 and 2)."""
     run = tmp_path / "pendulum"
-    proc = run_train("--game", "Pendulum-v1", "--net", "lstm", "--threads", 2, "--envs-per-worker", 2,
-                     "--frames", 3000, "--eval-every", 1500, "--eval-episodes", 1, "--video-steps", 20,
-                     "--run-dir", run, timeout=600)
+    proc = run_train("--game", "Pendulum-v1", "--threads", 2, "--frames", 200_000, "--seed", 1,
+                     "--stop-return", -400, "--video-steps", 20, "--run-dir", run, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    first = read_summary(run)
-    assert len(first["evals"]) == 2 and all(-2000 < e["mean_return"] < 0 for e in first["evals"])
+    assert proc.stdout.startswith("configs/pendulum.yaml: a3c on Pendulum-v1, 2 workers x 8 games")
+    evals = [round(e["mean_return"]) for e in read_summary(run)["evals"]]
+    print(f"Pendulum-v1 evaluations every 20k frames: {evals}")
+    assert evals[0] < -700 and max(evals) >= -400, evals
+
     ckpt = torch.load(run / "checkpoint.pt", weights_only=True)
     assert ckpt["continuous"] is True and ckpt["n_actions"] == 1  # one torque
-    assert ckpt["model"]["pi.variance.weight"].shape == (1, 256)  # the Gaussian head, after the LSTM's cells
+    assert ckpt["model"]["pi.variance.weight"].shape == (1, 64)  # the Gaussian head
     assert (run / "best_episode.gif").stat().st_size > 0  # Pendulum draws with pygame, no display needed
-
-    again = run_train("--resume", run, "--frames", 4500, timeout=600)
-    assert again.returncode == 0, again.stderr[-2000:]
-    s = read_summary(run)
-    assert s["frames"] >= 4500 and s["evals"][:2] == first["evals"]
-
     policy = hogwild_dqn.load_policy(run)
     env = hogwild_dqn.make_env(policy.cfg, seed=5, for_eval=True)
     obs, _ = env.reset()
@@ -35,7 +34,18 @@ def test_pendulum_trains_resumes_and_plays(tmp_path):
     assert isinstance(action, np.ndarray) and action.shape == (1,) and np.isfinite(action).all()
     env.step(action)
     env.close()
-
     play = run_cmd([sys.executable, "-m", "hogwild_dqn.play", run, "--episodes", 2], 300)
     assert play.returncode == 0 and "a3c on Pendulum-v1" in play.stdout, play.stderr[-2000:]
     assert (run / "play.mp4").stat().st_size > 0
+
+
+def test_the_lstm_acts_with_the_gaussian_head(tmp_path):
+    run = tmp_path / "lstm"
+    proc = run_train("--game", "Pendulum-v1", "--net", "lstm", "--threads", 2, "--envs-per-worker", 2,
+                     "--frames", 2000, "--eval-every", 2000, "--eval-episodes", 1, "--video-steps", 0,
+                     "--run-dir", run, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    s = read_summary(run)
+    assert s["frames"] >= 2000 and -2000 < s["evals"][-1]["mean_return"] < 0
+    ckpt = torch.load(run / "checkpoint.pt", weights_only=True)
+    assert ckpt["model"]["pi.variance.weight"].shape == (1, 256)  # after the LSTM's cells
