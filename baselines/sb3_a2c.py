@@ -1,13 +1,20 @@
-"""The alternative a user would pick: Stable-Baselines3 A2C on an Atari game, measured as our runs are.
+"""The alternative a user would pick: Stable-Baselines3 A2C on an Atari game or a MuJoCo task, measured as our
+runs are.
 
     pip install -r requirements-baselines.txt      (or: make install-baselines)
     python baselines/sb3_a2c.py --game Breakout --frames 10000000 --seed 1 --run-dir runs/sb3-breakout
+    python baselines/sb3_a2c.py --game HalfCheetah-v5 --frames 1000000 --seed 1 --run-dir runs/sb3-cheetah
 
 rl-zoo's Atari hyperparameters for A2C (hyperparams/a2c.yml): SB3's AtariWrapper (no-op starts, frame skip 4,
 life-loss terminals, reward clipping, 84x84 grey; it also presses FIRE at reset, which ours does not),
 4 stacked frames, CnnPolicy, 16 envs in one process, ent_coef 0.01, vf_coef 0.25, RMSpropTFLike eps 1e-5, and
 SB3's defaults otherwise (lr 7e-4 constant, n_steps 5, gamma 0.99, max_grad_norm 0.5). `--frames` counts
 emulator frames (4 per env step) as our --frames does; the zoo's 1e7 timesteps are 4e7 frames.
+
+A gymnasium id (HalfCheetah-v5, ...; `make install-mujoco` for MuJoCo): rl-zoo's MuJoCo hyperparameters for
+A2C (its HalfCheetah entry, the hub's sb3/a2c-HalfCheetah-v3 agent: MlpPolicy, observations normalized by
+VecNormalize, rewards not, SB3's defaults otherwise: 1 env, n_steps 5, lr 7e-4, RMSprop). `--frames` counts env
+steps there (no frame skip), as ours does; `--n-envs` defaults to 1.
 
 Evaluation as our evaluator's: every --eval-every frames, --eval-episodes whole games (no life-loss terminal,
 raw scores, no-op starts, the policy sampled) on an env seeded apart from training. The run dir gets a
@@ -36,12 +43,17 @@ def parse(argv):
     p.add_argument("--game", default="Breakout", help="ALE game name (Breakout, Pong, ...)")
     p.add_argument("--frames", type=int, default=10_000_000, help="emulator frames, all envs together")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--n-envs", type=int, default=16, help="rl-zoo: 16")
-    p.add_argument("--torch-threads", type=int, default=2, help="torch threads (2: the whole 2-core machine)")
+    p.add_argument("--n-envs", type=int, default=None, help="rl-zoo: 16 on Atari, 1 on MuJoCo")
+    p.add_argument("--torch-threads", type=int, default=None,
+                   help="torch threads; default 2 on Atari (the whole 2-core machine), 1 on MuJoCo (a 64-unit MLP "
+                        "gains nothing from a second thread; two ran 4x slower beside another process here)")
     p.add_argument("--eval-every", type=int, default=500_000, help="frames between evaluations")
     p.add_argument("--eval-episodes", type=int, default=5)
     p.add_argument("--run-dir", type=Path, required=True, help="a new or empty directory")
     args = p.parse_args(argv)
+    args.atari = "-v" not in args.game or args.game.startswith("ALE/")
+    args.n_envs = args.n_envs or (16 if args.atari else 1)
+    args.torch_threads = args.torch_threads or (2 if args.atari else 1)
     if min(args.frames, args.n_envs, args.torch_threads, args.eval_every, args.eval_episodes) < 1:
         p.error("--frames, --n-envs, --torch-threads, --eval-every and --eval-episodes must be positive")
     if args.run_dir.exists() and (not args.run_dir.is_dir() or any(args.run_dir.iterdir())):
@@ -58,25 +70,37 @@ def main(argv=None) -> int:
     from stable_baselines3.common.env_util import make_atari_env
     from stable_baselines3.common.evaluation import evaluate_policy
     from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
-    from stable_baselines3.common.vec_env import VecFrameStack
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecFrameStack, VecNormalize
 
     gym.register_envs(ale_py)
     torch.set_num_threads(args.torch_threads)
-    env_id = f"{args.game}NoFrameskip-v4"  # no sticky actions, 108k-frame limit: as our AtariGame
+    skip = FRAME_SKIP if args.atari else 1
+    # Atari: no sticky actions, 108k-frame limit, as our AtariGame
+    env_id = f"{args.game}NoFrameskip-v4" if args.atari else args.game
     run_dir = args.run_dir
     run_dir.mkdir(parents=True, exist_ok=True)
     config = {"game": args.game, "algo": "sb3_a2c", "threads": 1, "seed": args.seed, "frames": args.frames,
               "n_envs": args.n_envs, "torch_threads": args.torch_threads, "env_id": env_id,
               "eval_every": args.eval_every, "eval_episodes": args.eval_episodes,
-              "hyperparameters": "rl-zoo a2c.yml atari: ent_coef 0.01, vf_coef 0.25, RMSpropTFLike eps 1e-5"}
+              "hyperparameters": "rl-zoo a2c.yml atari: ent_coef 0.01, vf_coef 0.25, RMSpropTFLike eps 1e-5"
+              if args.atari else "rl-zoo a2c.yml HalfCheetah: MlpPolicy, VecNormalize(norm_obs, not norm_reward)"}
     (run_dir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
 
-    env = VecFrameStack(make_atari_env(env_id, n_envs=args.n_envs, seed=args.seed), n_stack=4)
-    eval_env = VecFrameStack(make_atari_env(env_id, n_envs=1, seed=args.seed + EVAL_SEED_OFFSET,
-                                            wrapper_kwargs={"clip_reward": False, "terminal_on_life_loss": False}),
-                             n_stack=4)
-    model = A2C("CnnPolicy", env, ent_coef=0.01, vf_coef=0.25, seed=args.seed, device="cpu", verbose=0,
-                policy_kwargs={"optimizer_class": RMSpropTFLike, "optimizer_kwargs": {"eps": 1e-5}})
+    if args.atari:
+        env = VecFrameStack(make_atari_env(env_id, n_envs=args.n_envs, seed=args.seed), n_stack=4)
+        eval_env = VecFrameStack(make_atari_env(env_id, n_envs=1, seed=args.seed + EVAL_SEED_OFFSET,
+                                                wrapper_kwargs={"clip_reward": False,
+                                                                "terminal_on_life_loss": False}), n_stack=4)
+        model = A2C("CnnPolicy", env, ent_coef=0.01, vf_coef=0.25, seed=args.seed, device="cpu", verbose=0,
+                    policy_kwargs={"optimizer_class": RMSpropTFLike, "optimizer_kwargs": {"eps": 1e-5}})
+    else:
+        env = VecNormalize(make_vec_env(env_id, n_envs=args.n_envs, seed=args.seed), norm_obs=True,
+                           norm_reward=False)
+        # the evaluation env sees observations through the training statistics, frozen (as rl-zoo evaluates)
+        eval_env = VecNormalize(make_vec_env(env_id, n_envs=1, seed=args.seed + EVAL_SEED_OFFSET), norm_obs=True,
+                                norm_reward=False, training=False)
+        model = A2C("MlpPolicy", env, seed=args.seed, device="cpu", verbose=0)
     start, evals = time.time(), []
 
     def write_summary(status: str, frames: int) -> None:
@@ -90,6 +114,8 @@ def main(argv=None) -> int:
 
     def evaluate(frames: int) -> None:
         t0 = time.time()
+        if not args.atari:
+            eval_env.obs_rms = env.obs_rms.copy()
         returns, _ = evaluate_policy(model, eval_env, n_eval_episodes=args.eval_episodes, deterministic=False,
                                      return_episode_rewards=True)
         evals.append({"frames": frames, "wall_seconds": round(t0 - start, 2), "mean_return": float(np.mean(returns)),
@@ -104,7 +130,7 @@ def main(argv=None) -> int:
             self.next = args.eval_every
 
         def _on_step(self) -> bool:
-            frames = self.num_timesteps * FRAME_SKIP
+            frames = self.num_timesteps * skip
             if frames >= self.next:
                 evaluate(frames)
                 self.next = (frames // args.eval_every + 1) * args.eval_every
@@ -112,14 +138,16 @@ def main(argv=None) -> int:
 
     status = "finished"
     try:
-        model.learn(total_timesteps=args.frames // FRAME_SKIP, callback=Every())
+        model.learn(total_timesteps=args.frames // skip, callback=Every())
     except KeyboardInterrupt:
         status = "interrupted"
-    frames = model.num_timesteps * FRAME_SKIP
+    frames = model.num_timesteps * skip
     if status == "finished" and (not evals or evals[-1]["frames"] != frames):
         evaluate(frames)
     write_summary(status, frames)
     model.save(run_dir / "model.zip")
+    if not args.atari:
+        env.save(str(run_dir / "vecnormalize.pkl"))  # the observation statistics the model acts through
     print(f"{status}: {frames} frames in {time.time() - start:.0f}s, run dir {run_dir}")
     return 0 if status == "finished" else 130
 

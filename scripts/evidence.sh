@@ -20,6 +20,14 @@ for game in Breakout SpaceInvaders BeamRider Qbert; do
   row "$(echo $game | tr A-Z a-z)-a3c-s1" train GAME=$game SEED=1 FRAMES=10000000
 done
 row sb3-a2c-breakout-s1 baseline-sb3 GAME=Breakout SEED=1 FRAMES=10000000
+# continuous actions (README "Continuous actions"); MuJoCo rows install the optional extra first
+for seed in 1 2 3; do row "pendulum-a3c-s$seed" train GAME=Pendulum-v1 SEED=$seed; done
+for seed in 1 2 3; do
+  row "invertedpendulum-a3c-s$seed" install-mujoco train GAME=InvertedPendulum-v5 SEED=$seed ARGS="--stop-return 950"
+done
+CHEETAH=(GAME=HalfCheetah-v5 SEED=1 FRAMES=1000000 ARGS="--eval-every 50000 --eval-episodes 5")
+row halfcheetah-a3c-s1 install-mujoco train "${CHEETAH[@]}"
+row sb3-a2c-halfcheetah-s1 install-mujoco baseline-sb3 "${CHEETAH[@]}"
 
 run() {  # one row by name
   local name=$1
