@@ -67,10 +67,9 @@ def main(argv=None) -> int:
     import gymnasium as gym
     from stable_baselines3 import A2C
     from stable_baselines3.common.callbacks import BaseCallback
-    from stable_baselines3.common.env_util import make_atari_env
+    from stable_baselines3.common.env_util import make_atari_env, make_vec_env
     from stable_baselines3.common.evaluation import evaluate_policy
     from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
-    from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import VecFrameStack, VecNormalize
 
     gym.register_envs(ale_py)
