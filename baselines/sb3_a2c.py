@@ -40,8 +40,10 @@ EVAL_SEED_OFFSET = 10_000
 
 def parse(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--game", default="Breakout", help="ALE game name (Breakout, Pong, ...)")
-    p.add_argument("--frames", type=int, default=10_000_000, help="emulator frames, all envs together")
+    p.add_argument("--game", default="Breakout", help="ALE game name (Breakout, Pong, ...) or a gymnasium id "
+                                                      "(HalfCheetah-v5, ...)")
+    p.add_argument("--frames", type=int, default=10_000_000, help="emulator frames (Atari) or env steps, all envs "
+                                                                  "together")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--n-envs", type=int, default=None, help="rl-zoo: 16 on Atari, 1 on MuJoCo")
     p.add_argument("--torch-threads", type=int, default=None,
@@ -52,8 +54,10 @@ def parse(argv):
     p.add_argument("--run-dir", type=Path, required=True, help="a new or empty directory")
     args = p.parse_args(argv)
     args.atari = "-v" not in args.game or args.game.startswith("ALE/")
-    args.n_envs = args.n_envs or (16 if args.atari else 1)
-    args.torch_threads = args.torch_threads or (2 if args.atari else 1)
+    if args.n_envs is None:
+        args.n_envs = 16 if args.atari else 1
+    if args.torch_threads is None:
+        args.torch_threads = 2 if args.atari else 1
     if min(args.frames, args.n_envs, args.torch_threads, args.eval_every, args.eval_episodes) < 1:
         p.error("--frames, --n-envs, --torch-threads, --eval-every and --eval-episodes must be positive")
     if args.run_dir.exists() and (not args.run_dir.is_dir() or any(args.run_dir.iterdir())):
@@ -76,7 +80,8 @@ def main(argv=None) -> int:
     torch.set_num_threads(args.torch_threads)
     skip = FRAME_SKIP if args.atari else 1
     # Atari: no sticky actions, 108k-frame limit, as our AtariGame
-    env_id = f"{args.game}NoFrameskip-v4" if args.atari else args.game
+    name = args.game[4:].rsplit("-v", 1)[0] if args.game.startswith("ALE/") else args.game  # ALE/Pong-v5 -> Pong
+    env_id = f"{name}NoFrameskip-v4" if args.atari else args.game
     run_dir = args.run_dir
     run_dir.mkdir(parents=True, exist_ok=True)
     config = {"game": args.game, "algo": "sb3_a2c", "threads": 1, "seed": args.seed, "frames": args.frames,

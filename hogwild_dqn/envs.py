@@ -1,4 +1,5 @@
-"""The only module that imports gymnasium / ale_py: game names, env construction, env facts."""
+"""The only module that builds envs (and imports ale_py): game names, env construction, env facts. (config.py
+reads gymnasium's registry to pick a preset, bench.py times the bare emulator.)"""
 
 from __future__ import annotations
 
@@ -207,7 +208,14 @@ def make_env(cfg: Config, seed: int, for_eval: bool, render: bool = False) -> gy
     is_atari, env_id = resolve(cfg.game)
     mode = {"render_mode": "rgb_array"} if render else {}
     if not is_atari:
-        env = RecordEpisodeStatistics(gym.make(env_id, **mode))
+        try:
+            env = RecordEpisodeStatistics(gym.make(env_id, **mode))
+        except gym.error.DependencyNotInstalled as e:  # MuJoCo, Box2D, ...: optional packages
+            if "mujoco" in str(e).lower():
+                raise ConfigError(f"--game {cfg.game!r} needs MuJoCo: make install-mujoco "
+                                  "(pip install -r requirements-mujoco.txt)") from None
+            raise ConfigError(f"--game {cfg.game!r}: {(str(e).strip().splitlines() or [type(e).__name__])[0]}") \
+                from None
         if isinstance(env.action_space, gym.spaces.Box):
             env = ClipAction(env)  # the policy's Gaussian is unbounded; its draws are clipped only here
         if not for_eval and cfg.reward_scale != 1.0:
@@ -246,11 +254,7 @@ def render_problem(cfg: Config) -> str | None:
 def env_spec(cfg: Config) -> EnvSpec:
     """Probe the env once (in the parent, before spawning) for its shapes."""
     is_atari, env_id = resolve(cfg.game)
-    try:
-        env = make_env(cfg, seed=0, for_eval=True)
-    except gym.error.DependencyNotInstalled as e:
-        extra = "; make install-mujoco installs it" if "mujoco" in str(e).lower() else ""
-        raise ConfigError(f"--game {cfg.game!r}: {str(e).splitlines()[0]}{extra}") from None
+    env = make_env(cfg, seed=0, for_eval=True)
     try:
         obs_space, act_space = env.observation_space, env.action_space
         kind = type(act_space).__name__

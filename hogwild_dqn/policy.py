@@ -15,7 +15,7 @@ import torch
 from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.checkpoint import read_checkpoint
 from hogwild_dqn.config import FIELDS, Config, ConfigError
-from hogwild_dqn.networks import is_recurrent, network_for
+from hogwild_dqn.networks import gaussian, is_recurrent, network_for
 
 EVAL_SEED_OFFSET = 10_000  # evaluation games never share seeds with the workers'
 
@@ -54,8 +54,10 @@ class Policy:
                 *out, self.state = self.net(obs, self.state)
             else:
                 out = self.net(obs)
-        if self.actor_critic and out[0].dim() == 3:
-            mean, var = out[0][0].float().cpu()
+        if self.actor_critic and (normal := gaussian(out[0].float().cpu())) is not None:
+            mean, var = normal[0][0], normal[1][0]
+            if not (torch.isfinite(mean).all() and torch.isfinite(var).all()):
+                raise ValueError("non-finite Gaussian policy while acting")  # as multinomial does for logits
             return (mean + var.sqrt() * torch.randn(mean.shape, generator=self.generator)).numpy()
         if self.actor_critic:
             probs = torch.softmax(out[0][0].float(), -1).cpu()

@@ -15,7 +15,7 @@ from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.algorithms.returns import Segment
 from hogwild_dqn.envs import make_env
 from hogwild_dqn.exploration import draw_final_epsilon, epsilon, learning_rate
-from hogwild_dqn.networks import is_recurrent, network_for
+from hogwild_dqn.networks import gaussian, is_recurrent, network_for
 from hogwild_dqn.replay_worker import run_replay_worker
 from hogwild_dqn.rundir import Run
 from hogwild_dqn.shared import (
@@ -41,8 +41,8 @@ def worker_process(rank: int, seed: int, run: Run, shared: SharedState, report) 
 def sample(policy: torch.Tensor, rng: np.random.Generator) -> list:
     """One action per row, drawn with the worker's own generator: an index from softmax logits (rows, actions),
     or a vector of floats from a Gaussian's (mean, variance) (rows, 2, components), unclipped (the env clips)."""
-    if policy.dim() == 3:
-        mean, var = policy[:, 0].numpy(), policy[:, 1].numpy()
+    if (normal := gaussian(policy)) is not None:
+        mean, var = (t.numpy() for t in normal)
         if not (np.isfinite(mean).all() and np.isfinite(var).all()):
             raise NonFinite("non-finite policy while acting")
         return (mean + np.sqrt(var) * rng.standard_normal(mean.shape)).tolist()
@@ -54,7 +54,7 @@ def sample(policy: torch.Tensor, rng: np.random.Generator) -> list:
 
 
 def act_many(net: torch.nn.Module, obs: torch.Tensor, eps: float, actor_critic: bool,
-             rng: np.random.Generator) -> list[int]:
+             rng: np.random.Generator) -> list:
     """Sample from the policy (A3C) or act epsilon-greedily on Q (value-based methods), one batched forward."""
     if actor_critic:
         with torch.inference_mode():
@@ -79,10 +79,10 @@ class GameStates:
         self.h, self.c = net.initial_state(games)
 
     @torch.no_grad()
-    def act(self, net: torch.nn.Module, rows: list[int], obs: torch.Tensor, rng: np.random.Generator) -> list[int]:
+    def act(self, net: torch.nn.Module, rows: list[int], obs: torch.Tensor, rng: np.random.Generator) -> list:
         """Step the games `rows` on their observations `obs`: sample their actions and keep their new states."""
-        logits, _, (self.h[rows], self.c[rows]) = net(obs, (self.h[rows], self.c[rows]))
-        return sample(logits, rng)
+        policy, _, (self.h[rows], self.c[rows]) = net(obs, (self.h[rows], self.c[rows]))
+        return sample(policy, rng)
 
     def start(self) -> tuple[torch.Tensor, torch.Tensor]:
         """The states at a segment's start, for the loss: a copy, so the gradient stops there (truncated BPTT)."""
@@ -111,7 +111,7 @@ def run_worker(rank: int, seed: int, run: Run, shared: SharedState) -> None:
     local = network_for(cfg, spec)
     states = GameStates(local, E) if is_recurrent(local) else None
 
-    def act(rows: list[int], obs: torch.Tensor) -> list[int]:
+    def act(rows: list[int], obs: torch.Tensor) -> list:
         """The actions of games `rows` (an LSTM steps their states too), with this segment's epsilon."""
         if states is not None:
             return states.act(local, rows, obs, rng)
@@ -125,7 +125,7 @@ def run_worker(rank: int, seed: int, run: Run, shared: SharedState) -> None:
     obs_buf = torch.zeros((E, T + 1, *spec.obs_shape), dtype=torch.uint8 if spec.is_atari else torch.float32)
     actions = (torch.zeros((E, T + 1, spec.n_actions)) if spec.continuous  # a vector of floats per step
                else torch.zeros((E, T + 1), dtype=torch.long))
-    to_env = (lambda a: a.numpy()) if spec.continuous else int
+    to_env = (lambda a: a.numpy().copy()) if spec.continuous else int  # a copy: the buffer is reused
     rewards = torch.zeros((E, T))
     terminated = torch.zeros((E, T), dtype=torch.bool)
     truncated = torch.zeros((E, T), dtype=torch.bool)
@@ -212,7 +212,8 @@ def run_worker(rank: int, seed: int, run: Run, shared: SharedState) -> None:
 class Rollout(NamedTuple):
     """A worker's segment buffers, one row per game: obs[k, t] is s_t, obs[k, t+1] the state after a_t."""
     obs: torch.Tensor           # (E, T+1, *obs_shape)
-    actions: torch.Tensor       # (E, T+1): a_t, and a' after the last step for SARSA
+    actions: torch.Tensor       # (E, T+1): a_t, and a' after the last step for SARSA; (E, T+1, components) floats
+                                # for continuous actions
     rewards: torch.Tensor       # (E, T)
     terminated: torch.Tensor    # (E, T)
     truncated: torch.Tensor     # (E, T)

@@ -30,7 +30,7 @@ BAD = [
     (["--algo", "dqn", "--net", "lstm"], "--net lstm needs a3c; --algo dqn trains ff networks only"),
     (["--algo", "q1", "--game", "Pendulum-v1"], "--game 'Pendulum-v1' has continuous (Box) actions; --algo q1 "
                                                 "needs discrete ones (continuous actions: --algo a3c)"),
-    (["--algo", "dqn", "--game", "Pendulum-v1"], "--algo dqn needs discrete ones"),
+    (["--algo", "dqn", "--game", "Pendulum-v1", "--envs-per-worker", "1"], "--algo dqn needs discrete ones"),
 ]
 
 

@@ -84,7 +84,7 @@ def test_continuous_actions_get_a_gaussian_head_for_ff_and_lstm():
     torch.manual_seed(0)
     for net in (network_for(cfg, spec), network_for(dataclasses.replace(cfg, net="lstm"), spec)):
         assert isinstance(net.pi, GaussianHead)
-        net.pi.variance.bias.data.fill_(-30.0)  # a softplus that underflows: the floor keeps it positive
+        net.pi.variance.bias.data.fill_(-30.0)  # softplus(-30) ~ 1e-13: the floor keeps variances usable
         obs = torch.randn(5, 3)
         policy, values = net(obs) if not is_recurrent(net) else net(obs, net.initial_state(5))[:2]
         assert policy.shape == (5, 2, 1) and values.shape == (5,)
