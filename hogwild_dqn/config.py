@@ -49,6 +49,9 @@ class Config:
     mlp_layers: int = _f(2, "hidden layers of the MLP torso used for vector observations")
     obs_standardize: bool = _f(False, "Atari: the network sees each observation at mean 0, std 1 rather than "
                                       "pixels/255 (keeps conv1 alive under Adam; README 'Pong')")
+    obs_normalize: bool = _f(False, "vector observations: the network sees them standardized by the running mean "
+                                    "and variance of all workers' observations (kept in the model; not with "
+                                    "--cluster or a replay algorithm)")
     # optimisation (paper defaults: shared RMSProp, alpha 0.99, eps 0.1, lr 7e-4 annealed to 0)
     optimizer: str = _f("rmsprop", "shared optimizer: rmsprop (one shared g, as in the paper) or adam")
     lr: float = _f(7e-4, "initial learning rate")
@@ -141,6 +144,12 @@ class Config:
             raise ConfigError(f"--batch-size {self.batch_size} is larger than --replay-size {self.replay_size}")
         if ALGORITHMS[self.algo].replay and self.envs_per_worker != 1:
             raise ConfigError(f"--algo {self.algo} plays one game per worker; --envs-per-worker must be 1")
+        if self.obs_normalize and self.cluster:
+            raise ConfigError("--obs-normalize works on one machine only (a cluster exchanges the weights, not the "
+                              "observation statistics)")
+        if self.obs_normalize and ALGORITHMS[self.algo].replay:
+            raise ConfigError(f"--obs-normalize is not available for --algo {self.algo} (its replay memory keeps "
+                              "raw observations that the statistics would have to follow)")
         if self.eval_every > self.frames:
             raise ConfigError(f"--eval-every {self.eval_every} is larger than --frames {self.frames}")
         if len(self.eps_finals) != len(self.eps_probs) or abs(sum(self.eps_probs) - 1) > 1e-6:

@@ -265,6 +265,8 @@ def env_spec(cfg: Config) -> EnvSpec:
             able = [k for k, a in ALGORITHMS.items() if kind in a.action_spaces]
             raise ConfigError(f"--game {cfg.game!r} has continuous ({kind}) actions; --algo {cfg.algo} needs "
                               f"discrete ones (continuous actions: --algo {' or '.join(able)})")
+        if is_atari and cfg.obs_normalize:
+            raise ConfigError("--obs-normalize is for vector observations; Atari frames have --obs-standardize")
         if not is_atari and len(obs_space.shape) != 1:
             raise ConfigError(f"--game {cfg.game!r} has observations of shape {obs_space.shape}; "
                               "non-Atari games need flat vector observations")

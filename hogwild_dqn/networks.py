@@ -41,19 +41,57 @@ class AtariTorso(nn.Module):
         return self.fc(self.conv(x))
 
 
-class MLPTorso(nn.Module):
-    """Fully connected torso for vector observations (CartPole and friends)."""
+class ObsNorm(nn.Module):
+    """--obs-normalize: vector observations standardized by the running mean and variance of every observation
+    the workers have seen (clipped to +-10, as SB3's VecNormalize). The statistics are buffers of the shared
+    model, so the evaluator, checkpoints and play see the ones training used; the workers add to them
+    (`update`) lock-free, like the weights: a batch lost to a race is a batch fewer in the average."""
 
-    def __init__(self, obs_shape: tuple, hidden: int, layers: int):
+    CLIP = 10.0
+
+    def __init__(self, obs_shape: tuple):
+        super().__init__()
+        self.register_buffer("count", torch.zeros((), dtype=torch.float64))
+        self.register_buffer("mean", torch.zeros(obs_shape, dtype=torch.float64))
+        self.register_buffer("var", torch.ones(obs_shape, dtype=torch.float64))
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        x = (obs.double() - self.mean) / torch.sqrt(self.var + 1e-8)
+        return x.clamp(-self.CLIP, self.CLIP).float()
+
+    @torch.no_grad()
+    def update(self, batch: torch.Tensor) -> None:
+        """Fold a batch of observations (rows, *obs_shape) into the statistics (Chan et al.'s parallel merge)."""
+        batch = batch.double()
+        n, m, v = batch.shape[0], batch.mean(0), batch.var(0, unbiased=False)
+        count, mean, var = self.count.clone(), self.mean.clone(), self.var.clone()  # one read of each
+        total = count + n
+        delta = m - mean
+        self.mean.copy_(mean + delta * n / total)
+        self.var.copy_((var * count + v * n + delta ** 2 * count * n / total) / total)
+        self.count.copy_(total)
+
+
+def obs_norm(net: nn.Module) -> ObsNorm | None:
+    """The network's observation statistics, if it normalizes its inputs."""
+    return next((m for m in net.modules() if isinstance(m, ObsNorm)), None)
+
+
+class MLPTorso(nn.Module):
+    """Fully connected torso for vector observations (CartPole and friends); `norm` standardizes its input
+    (one ObsNorm, shared by a network's torsos)."""
+
+    def __init__(self, obs_shape: tuple, hidden: int, layers: int, norm: ObsNorm | None = None):
         super().__init__()
         sizes = [obs_shape[0]] + [hidden] * layers
         mods = []
         for a, b in itertools.pairwise(sizes):
             mods += [nn.Linear(a, b), nn.ReLU()]
         self.body = nn.Sequential(*mods)
+        self.norm = norm
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.body(obs.float())
+        return self.body(obs.float() if self.norm is None else self.norm(obs))
 
 
 class QNet(nn.Module):
@@ -164,10 +202,11 @@ def network_for(cfg, spec) -> nn.Module:
     (continuous, when present)."""
     obs_shape, hidden = tuple(spec.obs_shape), cfg.hidden
     pixels = len(obs_shape) == 3
+    norm = ObsNorm(obs_shape) if cfg.obs_normalize and not pixels else None  # no parameters: same initial weights
 
     def new_torso() -> nn.Module:
         return (AtariTorso(obs_shape, hidden, cfg.obs_standardize) if pixels
-                else MLPTorso(obs_shape, hidden, cfg.mlp_layers))
+                else MLPTorso(obs_shape, hidden, cfg.mlp_layers, norm))
 
     torso = new_torso()
     if cfg.net == "lstm":

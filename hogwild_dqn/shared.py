@@ -212,8 +212,9 @@ def maybe_sync_target(shared: SharedState, frames: int, target_update: int) -> b
     """Worker 0 only: copy the target network once for the next interval that `frames` has reached."""
     if shared.target is None or frames // target_update <= int(shared.target_epoch[0]):
         return False
-    for tp, p in zip(shared.target.parameters(), shared.model.parameters(), strict=True):
-        tp.copy_(p)
+    for tp, p in zip([*shared.target.parameters(), *shared.target.buffers()],
+                     [*shared.model.parameters(), *shared.model.buffers()], strict=True):
+        tp.copy_(p)  # buffers too: the observation statistics of --obs-normalize
     shared.target_epoch[0] += 1  # one copy per interval; an interval missed while worker 0 restarted follows
     return True
 

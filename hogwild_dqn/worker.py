@@ -15,7 +15,7 @@ from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.algorithms.returns import Segment
 from hogwild_dqn.envs import make_env
 from hogwild_dqn.exploration import draw_final_epsilon, epsilon, learning_rate
-from hogwild_dqn.networks import gaussian, is_recurrent, network_for
+from hogwild_dqn.networks import gaussian, is_recurrent, network_for, obs_norm
 from hogwild_dqn.replay_worker import run_replay_worker
 from hogwild_dqn.rundir import Run
 from hogwild_dqn.shared import (
@@ -118,6 +118,8 @@ def run_worker(rank: int, seed: int, run: Run, shared: SharedState) -> None:
         return act_many(local, obs, eps, actor_critic, rng)
 
     params, shared_params = list(local.parameters()), list(shared.model.parameters())
+    shared_norm = obs_norm(shared.model)  # --obs-normalize: every worker's observations make its statistics
+    stats, shared_stats = (list(obs_norm(local).buffers()), list(shared_norm.buffers())) if shared_norm else ([], [])
     writer = metrics.make_writer(run.run_dir, f"worker{rank}")
 
     # Preallocated segment buffers, one row per game: obs[k, t] is s_t, obs[k, t+1] the state after a_t.
@@ -141,6 +143,8 @@ def run_worker(rank: int, seed: int, run: Run, shared: SharedState) -> None:
     try:
         while not shared.is_set(STOP) and frames < cfg.frames and os.getppid() == parent:
             sync_local(params, shared_params)
+            if stats:
+                sync_local(stats, shared_stats)
             eps = epsilon(frames, cfg.eps_start, final_eps, cfg.eps_anneal_frames)
             if states is not None:
                 rollout = rollout._replace(state0=states.start())
@@ -166,6 +170,9 @@ def run_worker(rank: int, seed: int, run: Run, shared: SharedState) -> None:
                 last = obs_buf[range(E), n]
                 actions[range(E), n] = torch.tensor(act_many(local, last, eps, actor_critic, rng))
             carry = [algo.next_action and not e for e in ended]
+
+            if shared_norm is not None:  # acted and learnt with the statistics as synced; the next segment has these
+                shared_norm.update(torch.cat([obs_buf[k, 1: n[k] + 1] for k in range(E)]))
 
             # --- learn: one batched forward over all segments, the mean of their losses into the shared model
             loss, info_m = segment_loss(local, shared.target, loss_fn, rollout, n)

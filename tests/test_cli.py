@@ -31,6 +31,10 @@ BAD = [
     (["--algo", "q1", "--game", "Pendulum-v1"], "--game 'Pendulum-v1' has continuous (Box) actions; --algo q1 "
                                                 "needs discrete ones (continuous actions: --algo a3c)"),
     (["--algo", "dqn", "--game", "Pendulum-v1", "--envs-per-worker", "1"], "--algo dqn needs discrete ones"),
+    (["--game", "Pong", "--obs-normalize"], "--obs-normalize is for vector observations; Atari frames have "
+                                            "--obs-standardize"),
+    (["--game", "CartPole-v1", "--algo", "dqn", "--obs-normalize"], "--obs-normalize is not available for --algo dqn"),
+    (["--game", "CartPole-v1", "--obs-normalize", "--cluster", "auto"], "--obs-normalize works on one machine only"),
 ]
 
 

@@ -39,13 +39,18 @@ def test_a3c_learns_to_swing_the_pendulum_up_and_the_run_plays(tmp_path):
     assert (run / "play.mp4").stat().st_size > 0
 
 
-def test_the_lstm_acts_with_the_gaussian_head(tmp_path):
+def test_the_lstm_acts_with_the_gaussian_head_on_normalized_observations(tmp_path):
     run = tmp_path / "lstm"
-    proc = run_train("--game", "Pendulum-v1", "--net", "lstm", "--threads", 2, "--envs-per-worker", 2,
-                     "--frames", 2000, "--eval-every", 2000, "--eval-episodes", 1, "--video-steps", 0,
-                     "--run-dir", run, timeout=600)
+    proc = run_train("--game", "Pendulum-v1", "--net", "lstm", "--obs-normalize", "--threads", 2,
+                     "--envs-per-worker", 2, "--frames", 2000, "--eval-every", 2000, "--eval-episodes", 1,
+                     "--video-steps", 0, "--run-dir", run, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     s = read_summary(run)  # it ran and was evaluated (2,000 frames teach it nothing)
     assert s["frames"] >= 2000 and len(s["evals"]) == 1
     ckpt = torch.load(run / "checkpoint.pt", weights_only=True)
-    assert ckpt["model"]["pi.variance.weight"].shape == (1, 256)  # after the LSTM's cells
+    model = ckpt["model"]
+    assert model["pi.variance.weight"].shape == (1, 256)  # after the LSTM's cells
+    # both workers' observations reached the shared statistics (a race may drop a batch, never most of them)
+    assert 0.9 * s["frames"] <= model["torso.norm.count"].item() <= s["frames"]
+    cos, sin, speed = model["torso.norm.mean"].tolist()
+    assert -1 <= cos <= 1 and -1 <= sin <= 1 and model["torso.norm.var"][2] > 0.1  # Pendulum's cos, sin, speed

@@ -7,7 +7,15 @@ import torch
 
 from hogwild_dqn.config import Config
 from hogwild_dqn.envs import env_spec
-from hogwild_dqn.networks import AtariTorso, GaussianHead, RecurrentActorCritic, is_recurrent, network_for
+from hogwild_dqn.networks import (
+    AtariTorso,
+    GaussianHead,
+    ObsNorm,
+    RecurrentActorCritic,
+    is_recurrent,
+    network_for,
+    obs_norm,
+)
 
 
 def _frames() -> torch.Tensor:
@@ -91,3 +99,33 @@ def test_continuous_actions_get_a_gaussian_head_for_ff_and_lstm():
         assert (policy[:, 1] >= GaussianHead.MIN_VARIANCE).all()
     discrete = network_for(cfg, SimpleNamespace(obs_shape=(3,), n_actions=4))  # no `continuous`: logits
     assert isinstance(discrete.pi, torch.nn.Linear) and discrete.pi.out_features == 4
+
+
+def test_obs_norm_keeps_the_running_mean_and_variance_of_every_batch():
+    norm = ObsNorm((3,))
+    g = torch.Generator().manual_seed(0)
+    batches = [torch.randn(n, 3, generator=g) * torch.tensor([1.0, 5.0, 0.1]) + 3 for n in (7, 1, 40)]
+    for b in batches:
+        norm.update(b)
+    every = torch.cat(batches).double()
+    assert norm.count.item() == 48
+    torch.testing.assert_close(norm.mean, every.mean(0))
+    torch.testing.assert_close(norm.var, every.var(0, unbiased=False))
+    x = torch.tensor([[3.0, 3.0, 1000.0]])
+    out = norm(x)
+    assert out.dtype == torch.float32 and out[0, 2] == ObsNorm.CLIP  # far outliers are clipped
+
+
+def test_obs_normalize_puts_one_statistics_module_before_both_torsos():
+    cfg = Config(game="Pendulum-v1", hidden=16, mlp_layers=1)
+    spec = SimpleNamespace(obs_shape=(3,), n_actions=1, continuous=True)
+    torch.manual_seed(0)
+    plain = network_for(cfg, spec)
+    torch.manual_seed(0)
+    net = network_for(dataclasses.replace(cfg, obs_normalize=True), spec)
+    assert net.torso.norm is net.value_torso.norm is obs_norm(net) and obs_norm(plain) is None
+    for a, b in zip(plain.parameters(), net.parameters(), strict=True):  # the statistics add no weights
+        torch.testing.assert_close(a, b)
+    net.torso.norm.update(torch.tensor([[1.0, 2.0, 3.0], [3.0, 2.0, 1.0]]))
+    assert {"torso.norm.mean", "value_torso.norm.mean"} <= set(net.state_dict())  # saved with the weights
+    torch.testing.assert_close(net.value_torso.norm.mean, torch.tensor([2.0, 2.0, 2.0], dtype=torch.float64))
