@@ -27,6 +27,8 @@ for seed in 1 2 3; do
 done
 CHEETAH=(GAME=HalfCheetah-v5 SEED=1 FRAMES=1000000 ARGS="--eval-every 50000 --eval-episodes 5")
 row halfcheetah-a3c-s1 install-mujoco train "${CHEETAH[@]}"
+row halfcheetah-a3c-norm-s1 install-mujoco train GAME=HalfCheetah-v5 SEED=1 FRAMES=1000000 \
+  ARGS="--obs-normalize --eval-every 50000 --eval-episodes 5"
 row sb3-a2c-halfcheetah-s1 install-mujoco baseline-sb3 "${CHEETAH[@]}"
 
 run() {  # one row by name
