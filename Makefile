@@ -67,7 +67,7 @@ $(STAMP): requirements.txt
 train: $(STAMP) $(if $(strip $(CLUSTER)),$(CLUSTER_STAMP))
 	$(PY) train.py $(TRAIN_ARGS)
 
-test: $(STAMP) $(CLUSTER_STAMP)
+test: $(STAMP) $(CLUSTER_STAMP) $(MUJOCO_STAMP)
 	$(PY) -m pytest -q tests
 
 # The shell loop of a thread-count sweep: one run per (threads, seed), each in its own run dir under LOGDIR.
