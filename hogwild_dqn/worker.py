@@ -119,7 +119,8 @@ def run_worker(rank: int, seed: int, run: Run, shared: SharedState) -> None:
 
     params, shared_params = list(local.parameters()), list(shared.model.parameters())
     shared_norm = obs_norm(shared.model)  # --obs-normalize: every worker's observations make its statistics
-    stats, shared_stats = (list(obs_norm(local).buffers()), list(shared_norm.buffers())) if shared_norm else ([], [])
+    # what a sync copies: the weights, and the observation statistics (buffers) where there are such
+    synced, shared_synced = params + list(local.buffers()), shared_params + list(shared.model.buffers())
     writer = metrics.make_writer(run.run_dir, f"worker{rank}")
 
     # Preallocated segment buffers, one row per game: obs[k, t] is s_t, obs[k, t+1] the state after a_t.
@@ -142,9 +143,7 @@ def run_worker(rank: int, seed: int, run: Run, shared: SharedState) -> None:
     parent = os.getppid()  # if the runner is killed outright, this changes and the worker stops by itself
     try:
         while not shared.is_set(STOP) and frames < cfg.frames and os.getppid() == parent:
-            sync_local(params, shared_params)
-            if stats:
-                sync_local(stats, shared_stats)
+            sync_local(synced, shared_synced)
             eps = epsilon(frames, cfg.eps_start, final_eps, cfg.eps_anneal_frames)
             if states is not None:
                 rollout = rollout._replace(state0=states.start())
@@ -240,9 +239,9 @@ def segment_loss(local, target, loss_fn, rollout: Rollout, n: list[int]) -> tupl
     E, T = rewards.shape
     full = all(m == T for m in n)
 
-    def game_rows(t: torch.Tensor) -> torch.Tensor:
-        """Rows 0..n[k] of each game k of `t` (E, T+1, ...), as one batch."""
-        return t.flatten(0, 1) if full else torch.cat([t[k, : n[k] + 1] for k in range(E)])
+    def game_rows(t: torch.Tensor, first: int = 0) -> torch.Tensor:
+        """Rows first..n[k] of each game k of `t` (E, T+1, ...), as one batch."""
+        return t[:, first:].flatten(0, 1) if full else torch.cat([t[k, first: n[k] + 1] for k in range(E)])
 
     if state0 is not None:
         out = tuple(game_rows(o) for o in local.unroll(obs_buf, state0))
@@ -251,8 +250,7 @@ def segment_loss(local, target, loss_fn, rollout: Rollout, n: list[int]) -> tupl
     target_q_next = None
     if target is not None:
         with torch.no_grad():
-            nxt = obs_buf[:, 1:].flatten(0, 1) if full else torch.cat([obs_buf[k, 1: n[k] + 1] for k in range(E)])
-            target_q_next = target(nxt)
+            target_q_next = target(game_rows(obs_buf, first=1))  # s_1..s_n of each game
     loss, sums, row, trow = 0.0, {}, 0, 0
     for k in range(E):
         m = n[k]
