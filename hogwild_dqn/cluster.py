@@ -106,7 +106,7 @@ def run_cluster(cfg: Config, resume: str | None) -> int:
     config.save(cfg, run_dir / "config.yaml")
     driver = Driver(ray, cfg, spec, run_dir, start)
     try:
-        with Console(cfg, start["frames"], f"{cfg.game} {cfg.algo} on Ray") as console:
+        with Console(cfg, start["frames"], f"{cfg.game} {cfg.variant()} on Ray") as console:
             console.status = driver.loop(console)
         return driver.finish(*console.status)
     finally:

@@ -172,6 +172,9 @@ class Config:
     def resolved_threads(self) -> int:
         return self.threads or (os.cpu_count() or 1)
 
+    def variant(self) -> str:
+        return variant(self.algo, self.net, self.obs_normalize)
+
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
@@ -310,6 +313,12 @@ def load(argv: list[str] | None = None) -> tuple[Config, str | None, Path]:
     return cfg, resume, source
 
 
+def variant(algo: str, net: str = "ff", obs_normalize: bool = False) -> str:
+    """What tells runs of one algorithm apart in run-dir names, the start line and reports: a3c, a3c-lstm,
+    a3c-norm (--obs-normalize), a3c-lstm-norm."""
+    return algo + ("" if net == "ff" else f"-{net}") + ("-norm" if obs_normalize else "")
+
+
 def start_line(cfg: Config, source: Path) -> str:
     """The line a run prints first: where its values came from and the few that decide whether it learns."""
     try:
@@ -318,8 +327,7 @@ def start_line(cfg: Config, source: Path) -> str:
         shown = source
     eps = f" eps {cfg.rms_eps:g}" if cfg.optimizer == "rmsprop" else f" eps {cfg.adam_eps:g}"
     games = f"{cfg.envs_per_worker} game{'s' if cfg.envs_per_worker > 1 else ''}"
-    net = " lstm" if cfg.net == "lstm" else ""
-    return (f"{shown}: {cfg.algo}{net} on {cfg.game}, {cfg.resolved_threads()} workers x {games}, "
+    return (f"{shown}: {cfg.variant()} on {cfg.game}, {cfg.resolved_threads()} workers x {games}, "
             f"{cfg.optimizer} lr {cfg.lr:g}{eps}, {cfg.frames:,} frames, seed {cfg.seed}")
 
 

@@ -167,7 +167,7 @@ def watch(procs: Processes, writer) -> tuple[int, str]:
     """Show progress and log frames/s until the workers finish, an evaluation of this session reaches
     --stop-return, a process fails, or a signal arrives; return (exit status, reason)."""
     cfg, frames0 = procs.cfg, procs.run.prior["frames"]
-    with Console(cfg, frames0, f"{cfg.game} {cfg.algo} x{procs.run.threads}") as console:
+    with Console(cfg, frames0, f"{cfg.game} {cfg.variant()} x{procs.run.threads}") as console:
         console.status = _watch_loop(procs, writer, console)
     procs.drain()
     return console.status

@@ -19,6 +19,8 @@ from pathlib import Path
 import matplotlib
 import yaml
 
+from hogwild_dqn.config import variant
+
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 
@@ -37,7 +39,7 @@ class Run:
     """What the report needs of one run dir."""
     path: Path
     game: str
-    algo: str
+    algo: str                        # config.variant: a3c, a3c-lstm, ...
     threads: int
     seed: int
     status: str                      # "finished", another final status, or "unfinished (no summary.json)"
@@ -58,14 +60,15 @@ def read_run(path: Path) -> Run | None:
     if not cfg_file.is_file():
         return None
     cfg = yaml.safe_load(cfg_file.read_text()) or {}
+    algo = variant(cfg.get("algo", "?"), cfg.get("net", "ff"), cfg.get("obs_normalize", False))
     summary_file = path / "summary.json"
     if summary_file.is_file():
         s = json.loads(summary_file.read_text())
-        return Run(path, s["game"], s["algo"], s["threads"], s["seed"], s["status"], s["frames_per_second"],
+        return Run(path, s["game"], algo, s["threads"], s["seed"], s["status"], s["frames_per_second"],
                    s["evals"], s.get("frames"), s.get("wall_seconds"))
     evals = evals_from_events(path)
     last = evals[-1] if evals else {}
-    return Run(path, cfg.get("game", "?"), cfg.get("algo", "?"), cfg.get("threads") or 0, cfg.get("seed", 0),
+    return Run(path, cfg.get("game", "?"), algo, cfg.get("threads") or 0, cfg.get("seed", 0),
                "unfinished (no summary.json)", None, evals, last.get("frames"), last.get("wall_seconds"))
 
 

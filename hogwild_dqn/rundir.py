@@ -14,9 +14,10 @@ from hogwild_dqn.config import Config, ConfigError
 
 
 def new_run_dir(cfg: Config, threads: int) -> Path:
-    """<logdir>/<game>-<algo>-t<threads>-s<seed>-<timestamp>, with a suffix if that name is taken."""
+    """<logdir>/<game>-<variant>-t<threads>-s<seed>-<timestamp> (variant: the algorithm, e.g. a3c-lstm), with a
+    suffix if that name is taken."""
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    base = f"{cfg.game.replace('/', '_')}-{cfg.algo}-t{threads}-s{cfg.seed}-{stamp}"
+    base = f"{cfg.game.replace('/', '_')}-{cfg.variant()}-t{threads}-s{cfg.seed}-{stamp}"
     root = Path(cfg.logdir)
     for i in range(1, 1000):
         path = root / (base if i == 1 else f"{base}-{i}")

@@ -36,7 +36,7 @@ def test_lstm_run_trains_resumes_and_plays(tmp_path):
     proc = run_train("--game", "CartPoleNoVel-v1", "--net", "lstm", "--threads", 2, "--envs-per-worker", 3,
                      "--frames", 4000, "--eval-every", 2000, "--eval-episodes", 2, "--run-dir", run, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.splitlines()[0].startswith("configs/cartpole.yaml: a3c lstm on CartPoleNoVel-v1, 2 workers x "
+    assert proc.stdout.splitlines()[0].startswith("configs/cartpole.yaml: a3c-lstm on CartPoleNoVel-v1, 2 workers x "
                                                   "3 games")
     first = read_summary(run)
     assert len(first["evals"]) == 2

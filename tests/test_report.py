@@ -18,6 +18,8 @@ def test_run_names_show_the_sweep_and_never_collide(tmp_path):
     assert len(set(dirs)) == 3 and all(d.is_dir() for d in dirs)
     assert all(d.name.startswith("CartPole-v1-nq-t4-s3-") for d in dirs)
     assert dirs[1].name == dirs[0].name + "-2" and dirs[2].name == dirs[0].name + "-3"
+    variant = Config(game="CartPole-v1", algo="a3c", net="lstm", obs_normalize=True, seed=3, logdir=str(tmp_path))
+    assert new_run_dir(variant, threads=2).name.startswith("CartPole-v1-a3c-lstm-norm-t2-s3-")
 
 
 def _run(algo, threads, seed, times_and_returns):
@@ -51,10 +53,11 @@ def test_report_over_real_runs_lists_the_unfinished_one(tmp_path):
         done = run_train("--game", "CartPole-v1", "--algo", "a3c", "--threads", threads, "--frames", 8000,
                          "--eval-every", 2000, "--logdir", logdir)
         assert done.returncode == 0, done.stderr[-2000:]
-    # a run whose main process is killed outright: no summary.json, only its event files
+    # a run whose main process is killed outright: no summary.json, only its event files (an LSTM one: the report
+    # tells it apart from the feed-forward runs)
     cut = logdir / "cut"
     proc = start_train(cut, "--game", "CartPole-v1", "--threads", 1, "--frames", 10**9, "--eval-every", 2000,
-                       "--video-steps", 0)
+                       "--video-steps", 0, "--net", "lstm")
     children = spawned_children(proc.pid)
     time.sleep(3)
     proc.send_signal(signal.SIGKILL)
@@ -68,7 +71,7 @@ def test_report_over_real_runs_lists_the_unfinished_one(tmp_path):
         assert (logdir / png).stat().st_size > 5000 and f"({png})" in report
     runs = {r.path.name: r for r in read_runs(logdir)}
     assert runs["cut"].status == "unfinished (no summary.json)" and runs["cut"].evals  # curve from event files
-    assert "| cut | a3c | 1 | 1 | unfinished (no summary.json) |" in report
+    assert "| cut | a3c-lstm | 1 | 1 | unfinished (no summary.json) |" in report
     assert "| a3c | 1 | 2 | " in report and "| a3c | 2 | 1 | " in report  # runs per thread count
 
 
