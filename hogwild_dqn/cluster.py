@@ -32,7 +32,7 @@ from tqdm import tqdm
 from hogwild_dqn import config
 from hogwild_dqn.checkpoint import resume_point
 from hogwild_dqn.cluster_actors import SYNC_TIMEOUT, Evaluator, NodePool, ParameterHolder
-from hogwild_dqn.config import Config, ConfigError
+from hogwild_dqn.config import Config, ConfigError, first_line
 from hogwild_dqn.console import Console
 from hogwild_dqn.envs import env_spec
 from hogwild_dqn.evaluation import next_point, points_skipped, stop_reason
@@ -77,7 +77,7 @@ def _connect(address: str):
         ray.init(address=address, logging_level="ERROR", log_to_driver=False,
                  runtime_env={"py_modules": [package], "excludes": ["__pycache__"]})
     except (ConnectionError, ValueError, RuntimeError) as e:
-        raise ConfigError(f"cannot join the Ray cluster at {address} ({str(e).splitlines()[0][:160]})") from None
+        raise ConfigError(f"cannot join the Ray cluster at {address} ({first_line(e)[:160]})") from None
     return ray
 
 

@@ -23,6 +23,11 @@ class ConfigError(ValueError):
     """A bad user input; its message is printed as one line and the process exits 2."""
 
 
+def first_line(e: Exception) -> str:
+    """An exception's message in one line (its type's name when it has none), for a ConfigError naming it."""
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
+
+
 def _f(default, doc: str, kind: type | None = None):
     """A dataclass field with its documentation (shown in --help) and its value type."""
     meta = {"doc": doc, "type": kind or type(default)}
@@ -198,7 +203,7 @@ def read_yaml(path: str | Path) -> dict:
     try:
         data = yaml.safe_load(path.read_text()) or {}
     except (yaml.YAMLError, UnicodeDecodeError) as e:
-        raise ConfigError(f"config file {path} is not valid YAML ({str(e).splitlines()[0]})") from None
+        raise ConfigError(f"config file {path} is not valid YAML ({first_line(e)})") from None
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path} must hold a mapping of keys to values")
     for key, value in data.items():

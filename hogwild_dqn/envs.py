@@ -17,7 +17,7 @@ from gymnasium.utils import seeding
 from gymnasium.wrappers import ClipAction, RecordEpisodeStatistics, TransformReward
 
 from hogwild_dqn.algorithms import ALGORITHMS
-from hogwild_dqn.config import Config, ConfigError
+from hogwild_dqn.config import Config, ConfigError, first_line
 
 gym.register_envs(ale_py)
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # classic-control rendering (pygame) without a display
@@ -214,7 +214,7 @@ def make_env(cfg: Config, seed: int, for_eval: bool, render: bool = False) -> gy
             if "mujoco" in str(e).lower():
                 raise ConfigError(f"--game {cfg.game!r} needs MuJoCo: make install-mujoco "
                                   "(pip install -r requirements-mujoco.txt)") from None
-            raise ConfigError(f"--game {cfg.game!r}: {_first_line(e)}") from None
+            raise ConfigError(f"--game {cfg.game!r}: {first_line(e)}") from None
         if isinstance(env.action_space, gym.spaces.Box):
             env = ClipAction(env)  # the policy's Gaussian is unbounded; its draws are clipped only here
         if not for_eval and cfg.reward_scale != 1.0:
@@ -246,13 +246,8 @@ def render_problem(cfg: Config) -> str | None:
             finally:
                 env.close()
     except Exception as e:  # each GL backend raises its own type (mujoco.FatalError, EGLError, ...)
-        return _first_line(e)[:160]
+        return first_line(e)[:160]
     return None
-
-
-def _first_line(e: Exception) -> str:
-    """An exception's message in one line (its type's name when it has none)."""
-    return (str(e).strip().splitlines() or [type(e).__name__])[0]
 
 
 def env_spec(cfg: Config) -> EnvSpec:

@@ -14,7 +14,7 @@ import torch
 
 from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.checkpoint import read_checkpoint
-from hogwild_dqn.config import FIELDS, Config, ConfigError
+from hogwild_dqn.config import FIELDS, Config, ConfigError, first_line
 from hogwild_dqn.networks import gaussian, is_recurrent, network_for
 
 EVAL_SEED_OFFSET = 10_000  # evaluation games never share seeds with the workers'
@@ -104,7 +104,7 @@ def load_policy(run_dir: str | Path, device: str = "cpu", seed: int = 0) -> Poli
     try:
         net.load_state_dict(ckpt["model"])
     except (RuntimeError, KeyError, TypeError) as e:
-        raise ConfigError(f"checkpoint {path} does not fit its own network ({str(e).splitlines()[0][:120]})") \
+        raise ConfigError(f"checkpoint {path} does not fit its own network ({first_line(e)[:120]})") \
             from None
     policy = Policy(net, cfg, device, seed)
     policy.source, policy.frames = path, int(ckpt["frames"])

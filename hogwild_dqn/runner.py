@@ -15,7 +15,7 @@ import torch.multiprocessing as mp
 from hogwild_dqn import config, metrics
 from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.checkpoint import atomic_save, resume_point
-from hogwild_dqn.config import Config, ConfigError
+from hogwild_dqn.config import Config, ConfigError, first_line
 from hogwild_dqn.envs import env_spec
 from hogwild_dqn.evaluator import snapshot
 from hogwild_dqn.processes import Processes, stop_resource_tracker, watch
@@ -84,7 +84,7 @@ def restore(shared, run_dir: Path, cfg: Config) -> dict:
             shared.optimizer.load_state_dict(ckpt["optimizer"])
     except (RuntimeError, KeyError, TypeError, ValueError) as e:
         raise ConfigError(f"checkpoint {run_dir / 'checkpoint.pt'} does not fit this network/optimizer "
-                          f"({str(e).splitlines()[0][:120]})") from None
+                          f"({first_line(e)[:120]})") from None
     shared.worker_frames[0] = int(ckpt["frames"])  # the sum is what counts
     shared.target_epoch[0] = int(ckpt.get("target_epoch", 0))
     if len(ckpt.get("worker_eps", [])) == len(shared.worker_eps):  # same thread count: same exploration

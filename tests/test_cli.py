@@ -2,7 +2,7 @@
 
 import pytest
 
-from hogwild_dqn.config import CONFIG_DIR, load
+from hogwild_dqn.config import CONFIG_DIR, first_line, load
 from tests.conftest import run_train
 
 BAD = [
@@ -120,3 +120,8 @@ def test_dqn_takes_its_own_preset_on_ale_games():
     assert source == CONFIG_DIR / "dqn_atari.yaml"
     assert (cfg.replay_size, cfg.batch_size, cfg.lr) == (100_000, 32, 2.5e-4)
     assert load(["--game", "CartPole-v1", "--algo", "dqn"])[2] == CONFIG_DIR / "cartpole.yaml"
+
+
+def test_an_exception_named_in_an_error_line_is_one_line_even_without_a_message():
+    assert first_line(ValueError("bad value\n  at line 3")) == "bad value"
+    assert first_line(RuntimeError()) == "RuntimeError" and first_line(ConnectionError("\n")) == "ConnectionError"
