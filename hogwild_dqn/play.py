@@ -70,7 +70,7 @@ def play(run_dir: Path, episodes: int, device: str, seed: int | None, video: boo
         print(f"play: no video: {cfg.game} cannot draw its screens on this machine ({problem})", flush=True)
         video = False
     env = make_env(cfg, seed, for_eval=True, render=video)
-    print(f"{policy.source}: {cfg.algo} on {cfg.game} after {policy.frames:,} frames "
+    print(f"{policy.source}: {cfg.variant()} on {cfg.game} after {policy.frames:,} frames "
           f"(evaluator's best {policy.best_eval_return:g}); {episodes} games on {device}", flush=True)
     scores, out = [], None
     try:
