@@ -49,7 +49,7 @@ def test_lstm_run_trains_resumes_and_plays(tmp_path):
     assert s["frames"] >= 6000 and s["evals"][:2] == first["evals"] and s["evals"][-1]["frames"] == s["frames"]
 
     play = run_cmd([sys.executable, "-m", "hogwild_dqn.play", run, "--episodes", 2, "--no-video"], 300)
-    assert play.returncode == 0 and "a3c on CartPoleNoVel-v1" in play.stdout, play.stderr[-2000:]
+    assert play.returncode == 0 and "a3c-lstm on CartPoleNoVel-v1" in play.stdout, play.stderr[-2000:]
 
 
 def test_the_lstm_learns_what_the_feed_forward_network_cannot(tmp_path):

@@ -53,11 +53,10 @@ def test_report_over_real_runs_lists_the_unfinished_one(tmp_path):
         done = run_train("--game", "CartPole-v1", "--algo", "a3c", "--threads", threads, "--frames", 8000,
                          "--eval-every", 2000, "--logdir", logdir)
         assert done.returncode == 0, done.stderr[-2000:]
-    # a run whose main process is killed outright: no summary.json, only its event files (an LSTM one: the report
-    # tells it apart from the feed-forward runs)
+    # a run whose main process is killed outright: no summary.json, only its event files
     cut = logdir / "cut"
     proc = start_train(cut, "--game", "CartPole-v1", "--threads", 1, "--frames", 10**9, "--eval-every", 2000,
-                       "--video-steps", 0, "--net", "lstm")
+                       "--video-steps", 0)
     children = spawned_children(proc.pid)
     time.sleep(3)
     proc.send_signal(signal.SIGKILL)
@@ -71,8 +70,17 @@ def test_report_over_real_runs_lists_the_unfinished_one(tmp_path):
         assert (logdir / png).stat().st_size > 5000 and f"({png})" in report
     runs = {r.path.name: r for r in read_runs(logdir)}
     assert runs["cut"].status == "unfinished (no summary.json)" and runs["cut"].evals  # curve from event files
-    assert "| cut | a3c-lstm | 1 | 1 | unfinished (no summary.json) |" in report
+    assert "| cut | a3c | 1 | 1 | unfinished (no summary.json) |" in report
     assert "| a3c | 1 | 2 | " in report and "| a3c | 2 | 1 | " in report  # runs per thread count
+
+
+def test_report_keeps_lstm_and_normalized_runs_apart(tmp_path):
+    """Runs of one algorithm with another network or --obs-normalize are their own rows (read off config.yaml)."""
+    for name, extra in (("ff", ""), ("lstm", "net: lstm\n"), ("lstm-norm", "net: lstm\nobs_normalize: true\n")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.yaml").write_text(f"game: Pong\nalgo: a3c\nthreads: 2\nseed: 1\n{extra}")
+    assert {r.path.name: r.algo for r in read_runs(tmp_path)} == {"ff": "a3c", "lstm": "a3c-lstm",
+                                                                  "lstm-norm": "a3c-lstm-norm"}
 
 
 def test_report_errors_are_one_line(tmp_path, capsys):
