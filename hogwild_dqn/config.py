@@ -318,7 +318,7 @@ def load(argv: list[str] | None = None) -> tuple[Config, str | None, Path]:
     return cfg, resume, source
 
 
-def variant(algo: str, net: str = "ff", obs_normalize: bool = False) -> str:
+def variant(algo: str, net: str, obs_normalize: bool) -> str:
     """What tells runs of one algorithm apart in run-dir names, the start line and reports: a3c, a3c-lstm,
     a3c-norm (--obs-normalize), a3c-lstm-norm."""
     return algo + ("" if net == "ff" else f"-{net}") + ("-norm" if obs_normalize else "")
