@@ -155,9 +155,10 @@ def test_frames_count_and_target_sync_once_per_interval_across_processes():
         assert p.exitcode == 0
     assert shared.worker_frames.tolist() == [21000, 21000, 21000] and shared.frames() == 63000
     copies, last_seen = reports[0]
-    # one copy per interval, never before its interval was reached, none skipped up to what worker 0 saw
+    # one copy per interval, never before its interval was reached. Worker 0 copies one interval per call, so
+    # when the others cross two intervals between its calls it ends a copy behind what it saw (never ahead)
     assert [f // 100 >= k for k, f in enumerate(copies, start=1)] == [True] * len(copies)
-    assert len(copies) == int(shared.target_epoch[0]) == last_seen // 100
+    assert len(copies) == int(shared.target_epoch[0]) <= last_seen // 100
     while maybe_sync_target(shared, shared.frames(), 100):  # a later worker-0 step catches up on the rest
         pass
     assert int(shared.target_epoch[0]) == 630 and torch.equal(shared.target.weight, shared.model.weight)
