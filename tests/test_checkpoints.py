@@ -2,11 +2,13 @@
 
 import hashlib
 import os
+import shutil
 import signal
 import time
 
 import torch
 import torch.multiprocessing as mp
+import yaml
 
 from hogwild_dqn.checkpoint import atomic_save
 from tests.conftest import read_summary, run_train
@@ -61,14 +63,18 @@ def test_resume_continues_frames_schedules_and_logs(tmp_path):
 
 
 def test_checkpoint_of_another_game_or_shape_is_refused(tmp_path):
-    a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
-    for run, args in ((a, ["--game", "CartPole-v1"]), (b, ["--game", "Acrobot-v1"]),
-                      (c, ["--game", "CartPole-v1", "--hidden", "32"])):
-        proc = run_train(*args, "--threads", 1, "--frames", 1000, "--eval-every", 1000, "--eval-episodes", 1,
-                         "--run-dir", run)
-        assert proc.returncode == 0, proc.stderr[-2000:]
-    for target, message in ((b, "is for CartPole-v1/a3c, not Acrobot-v1/a3c"), (c, "does not fit this network")):
-        (target / "checkpoint.pt").write_bytes((a / "checkpoint.pt").read_bytes())
+    a = tmp_path / "a"
+    proc = run_train("--game", "CartPole-v1", "--threads", 1, "--frames", 1000, "--eval-every", 1000,
+                     "--eval-episodes", 1, "--run-dir", a)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    # a's checkpoint in run dirs of another game and of another network width (their config.yaml says so)
+    for name, edit, message in (("b", {"game": "Acrobot-v1"}, "is for CartPole-v1/a3c, not Acrobot-v1/a3c"),
+                                ("c", {"hidden": 32}, "does not fit this network")):
+        target = tmp_path / name
+        shutil.copytree(a, target)
+        cfg = yaml.safe_load((target / "config.yaml").read_text())
+        cfg.update(edit)
+        (target / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
         sha = _sha(target / "checkpoint.pt")
         proc = run_train("--resume", target, "--frames", 2000)
         assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
