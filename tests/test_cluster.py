@@ -56,16 +56,21 @@ def test_two_machines_learn_cartpole_stop_at_stop_return_and_record_the_best_epi
     assert "eval/best_episode" in events.Tags()["images"]
 
 
-def test_dqn_on_two_machines_keeps_a_replay_memory_per_worker(cluster, tmp_path):
+def test_dqn_learns_cartpole_on_two_machines_each_worker_with_its_own_replay_memory(cluster, tmp_path):
     """Gorila's layout: each machine's worker keeps its own replay memory and learns from it; only weights
-    travel (the exchanges with the holder), never transitions. (Whether it learns CartPole reliably on the
-    cluster is not established yet: one 150k-frame run did, one did not.)"""
+    travel (the exchanges with the holder), never transitions. Together they learn CartPole (>= 195; a random
+    policy scores about 22). A DQN worker on CartPole pushes an update every agent step, so a machine's
+    weights drift far from the others' between exchanges: at the default 1 s (and at 0.2 s) 3 of 5 runs reached
+    195 and their evaluations swung between 10 and 400; exchanging every 0.05 s (CartPole's network is 18 kB),
+    8 of 8 runs reached it within 80k frames (README, "DQN on the cluster")."""
     run = tmp_path / "run"
-    r = run_train("--game", "CartPole-v1", "--algo", "dqn", "--threads", 1, "--frames", 30_000, "--eval-every",
-                  10_000, "--seed", 1, "--log-every", 20, "--cluster", cluster.address, "--run-dir", run, timeout=600)
+    r = run_train("--game", "CartPole-v1", "--algo", "dqn", "--threads", 1, "--frames", 150_000, "--eval-every",
+                  10_000, "--seed", 1, "--log-every", 20, "--sync-seconds", 0.05, "--stop-return", 195,
+                  "--cluster", cluster.address, "--run-dir", run, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     s = read_summary(run)
     assert all(f > 5_000 for f in s["cluster"]["frames_per_node"].values()), s["cluster"]  # both trained
+    assert s["best_eval_return"] >= 195, s["evals"]
     for node in s["cluster"]["nodes"]:  # each machine's worker learnt from its own memory
         events = EventAccumulator(str(next((run / node).glob("events.out.tfevents.*.worker0")).parent))
         events.Reload()
