@@ -21,6 +21,9 @@ for game in Breakout SpaceInvaders BeamRider Qbert; do
   row "$(echo $game | tr A-Z a-z)-a3c-s1" train GAME=$game SEED=1 FRAMES=10000000
 done
 row sb3-a2c-breakout-s1 baseline-sb3 GAME=Breakout SEED=1 FRAMES=10000000
+# standard (1 process) against asynchronous (2 processes) DQN with replay on Pong (README "Standard against
+# asynchronous DQN")
+for t in 2 1; do row "pong-dqn-t$t-s1" train GAME=Pong ALGO=dqn THREADS=$t SEED=1 ARGS="--stop-return 18"; done
 # continuous actions (README "Continuous actions"); MuJoCo rows install the optional extra first
 for seed in 1 2 3; do row "pendulum-a3c-s$seed" train GAME=Pendulum-v1 SEED=$seed; done
 for seed in 1 2 3; do

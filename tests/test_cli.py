@@ -118,7 +118,7 @@ def test_continuous_control_tasks_take_their_presets(game, preset):
 def test_dqn_takes_its_own_preset_on_ale_games():
     cfg, _, source = load(["--game", "Breakout", "--algo", "dqn"])
     assert source == CONFIG_DIR / "dqn_atari.yaml"
-    assert (cfg.replay_size, cfg.batch_size, cfg.lr) == (100_000, 32, 2.5e-4)
+    assert (cfg.replay_size, cfg.batch_size, cfg.optimizer, cfg.lr) == (100_000, 32, "adam", 1e-4)
     assert load(["--game", "CartPole-v1", "--algo", "dqn"])[2] == CONFIG_DIR / "cartpole.yaml"
 
 
