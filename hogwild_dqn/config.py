@@ -195,8 +195,9 @@ def _field_type(name: str) -> type:
     return FIELDS[name].metadata["type"]
 
 
-def read_yaml(path: str | Path) -> dict:
-    """Read a preset file into a dict of known keys with the right types."""
+def read_yaml(path: str | Path, _seen: tuple[Path, ...] = ()) -> dict:
+    """Read a preset file into a dict of known keys with the right types. A preset may start from another
+    with `base: other.yaml` (a path relative to it) and give only what differs."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"config file {path} does not exist")
@@ -206,11 +207,20 @@ def read_yaml(path: str | Path) -> dict:
         raise ConfigError(f"config file {path} is not valid YAML ({first_line(e)})") from None
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path} must hold a mapping of keys to values")
+    base = data.pop("base", None)
     for key, value in data.items():
         if key not in FIELDS:
             raise ConfigError(f"config file {path}: unknown key {key!r}")
         data[key] = _coerce(key, value, f"config file {path}: key {key!r}")
-    return data
+    if base is None:
+        return data
+    if not isinstance(base, str):
+        raise ConfigError(f"config file {path}: key 'base' must name a YAML file, got {base!r}")
+    if path.resolve() in _seen:
+        raise ConfigError(f"config file {path}: its 'base' chain comes back to itself")
+    if not (path.parent / base).is_file():
+        raise ConfigError(f"config file {path}: its base {path.parent / base} does not exist")
+    return read_yaml(path.parent / base, _seen + (path.resolve(),)) | data
 
 
 def _coerce(key: str, value, where: str):
@@ -237,8 +247,9 @@ def _is_number(v) -> bool:
 VECTOR_PRESETS = {"Pendulum-v1": "pendulum.yaml"}  # gymnasium ids with a preset of their own
 
 
-def default_preset(game: str, algo: str) -> Path:
-    """ALE games (Pong, ALE/Pong-v5) use configs/atari.yaml (configs/dqn_atari.yaml for a replay method);
+def default_preset(game: str, algo: str, net: str = "ff") -> Path:
+    """ALE games (Pong, ALE/Pong-v5) use configs/atari.yaml (configs/atari_lstm.yaml with --net lstm,
+    configs/dqn_atari.yaml for a replay method);
     MuJoCo tasks configs/mujoco.yaml, the ids of VECTOR_PRESETS theirs, other gymnasium ids (CartPole-v1, ...)
     configs/cartpole.yaml. Decided from the name and gymnasium's registry alone (no env is built), so that a
     bad --game is reported by envs.resolve."""
@@ -250,7 +261,9 @@ def default_preset(game: str, algo: str) -> Path:
         spec = registry.get(game)
         mujoco = spec is not None and str(spec.entry_point).startswith("gymnasium.envs.mujoco")
         return CONFIG_DIR / ("mujoco.yaml" if mujoco else "cartpole.yaml")
-    return CONFIG_DIR / ("dqn_atari.yaml" if ALGORITHMS.get(algo) and ALGORITHMS[algo].replay else "atari.yaml")
+    if ALGORITHMS.get(algo) and ALGORITHMS[algo].replay:
+        return CONFIG_DIR / "dqn_atari.yaml"
+    return CONFIG_DIR / ("atari_lstm.yaml" if net == "lstm" else "atari.yaml")
 
 
 class Parser(argparse.ArgumentParser):
@@ -263,7 +276,8 @@ class Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="train.py", description="Hogwild asynchronous deep RL (Mnih et al. 2016).",
                                 argument_default=argparse.SUPPRESS)
-    p.add_argument("--config", help="YAML preset (default: configs/atari.yaml for ALE games, configs/mujoco.yaml "
+    p.add_argument("--config", help="YAML preset (default: configs/atari.yaml for ALE games (atari_lstm.yaml with "
+                                    "--net lstm, dqn_atari.yaml with --algo dqn), configs/mujoco.yaml "
                                     "for MuJoCo tasks, configs/pendulum.yaml for Pendulum-v1, "
                                     "configs/cartpole.yaml for other gymnasium ids)")
     p.add_argument("--resume", metavar="DIR", help="continue the run in DIR from its checkpoint.pt")
@@ -307,7 +321,8 @@ def load(argv: list[str] | None = None) -> tuple[Config, str | None, Path]:
         source = Path(resume) / "config.yaml"
     else:
         source = Path(args.pop("config", None) or default_preset(args.get("game", cfg.game),
-                                                                args.get("algo", cfg.algo)))
+                                                                args.get("algo", cfg.algo),
+                                                                args.get("net", cfg.net)))
     values = read_yaml(source)
     if resume is not None:
         values["run_dir"] = str(resume)

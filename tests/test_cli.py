@@ -53,6 +53,9 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
     ("learning_rate: 0.1\n", "unknown key 'learning_rate'"),
     ("frames: lots\n", "key 'frames' must be of type int"),
     ("- a\n- b\n", "must hold a mapping"),
+    ("base: missing.yaml\n", "missing.yaml does not exist"),
+    ("base: bad.yaml\n", "'base' chain comes back to itself"),
+    ("base: [atari.yaml]\n", "key 'base' must name a YAML file"),
 ])
 def test_bad_config_file(tmp_path, text, message):
     cfg = tmp_path / "bad.yaml"
@@ -113,6 +116,15 @@ def test_ale_games_default_to_the_preset_that_learns_on_few_cores(game):
 def test_continuous_control_tasks_take_their_presets(game, preset):
     cfg, _, source = load(["--game", game])
     assert source == CONFIG_DIR / preset and cfg.game == game
+
+
+def test_lstm_takes_the_atari_preset_with_longer_segments():
+    cfg, _, source = load(["--game", "Pong", "--net", "lstm"])
+    ff, _, _ = load(["--game", "Pong"])
+    assert source == CONFIG_DIR / "atari_lstm.yaml" and (cfg.net, cfg.t_max, ff.t_max) == ("lstm", 20, 5)
+    differ = {k for k, v in cfg.to_dict().items() if ff.to_dict()[k] != v}
+    assert differ == {"net", "t_max"}  # everything else comes from atari.yaml through `base:`
+    assert load(["--game", "Pong", "--net", "lstm", "--t-max", "5"])[0].t_max == 5  # the command line wins
 
 
 def test_dqn_takes_its_own_preset_on_ale_games():
