@@ -14,7 +14,7 @@ row() {  # run dir name, then the make target and its variables
   ORDER+=("$1")
 }
 for seed in 1 2 3; do row "pong-a3c-s$seed" train GAME=Pong SEED=$seed ARGS="--stop-return 18"; done
-row pong-a3c-lstm-s1 train GAME=Pong SEED=1 ARGS="--net lstm --stop-return 18"
+for seed in 1 2; do row "pong-a3c-lstm-s$seed" train GAME=Pong SEED=$seed ARGS="--net lstm --stop-return 18"; done
 row pong-q1-s1 train GAME=Pong ALGO=q1 SEED=1 FRAMES=10000000 ARGS="--stop-return 18"
 row pong-sarsa1-s1 train GAME=Pong ALGO=sarsa1 SEED=1 FRAMES=10000000 ARGS="--stop-return 18"
 for game in Breakout SpaceInvaders BeamRider Qbert; do
