@@ -44,6 +44,20 @@ def _assign(params: list[torch.Tensor], flat) -> None:
         i += p.numel()
 
 
+@torch.no_grad()
+def rebase(params: list[torch.Tensor], sent: torch.Tensor, glob: torch.Tensor) -> None:
+    """After an exchange: move the live weights by what the rest of the cluster changed (glob - sent), in place.
+
+    An addition, not a copy of `glob` plus a delta read a moment earlier: the updates that this machine's
+    workers pushed during the round trip, and any they push while this runs, stay in (an element touched by
+    both at the same instant is the race Hogwild accepts everywhere, not a window of milliseconds)."""
+    shift = glob - sent
+    i = 0
+    for p in params:
+        p.add_(shift[i:i + p.numel()].view(p.shape))
+        i += p.numel()
+
+
 class ParameterHolder:
     """The global state of a cluster run. Ray runs its methods one at a time, so no lock is needed."""
 
@@ -193,8 +207,10 @@ class NodePool:
                                                         state["target_epoch"], state["last_sync"]),
                             timeout=SYNC_TIMEOUT)
             glob = torch.from_numpy(np.array(reply["weights"]))  # a writable copy
-            # rebase: the global weights plus what the workers learnt during the round trip
-            _assign(params, glob if initial else glob + (_flat(params) - sent))
+            if initial:
+                _assign(params, glob)
+            else:  # the global weights plus what the workers learnt during the round trip, and since
+                rebase(params, sent, glob)
             state["base"], state["reported"] = glob, local
             if reply["target"] is not None and target_params is not None:
                 _assign(target_params, np.array(reply["target"]))

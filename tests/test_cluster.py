@@ -153,3 +153,37 @@ def test_unreachable_cluster_is_one_line_error(tmp_path):
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr[-2000:]
     assert "cannot join the Ray cluster at 127.0.0.1:9" in r.stderr
     assert not (tmp_path / "run").exists()
+
+
+def _push_ones(param, flag, pushes: int) -> None:
+    """A worker's stand-in in a real child process: `pushes` updates of +1 into the shared tensor."""
+    while int(flag[0]) == 0:
+        pass
+    for _ in range(pushes):
+        param.add_(1.0)
+    flag[0] = 2
+
+
+def test_the_rebase_keeps_what_workers_push_during_an_exchange():
+    """A child process pushes +1 updates into shared memory while the bridge rebases again and again on a
+    holder's answer that moved every weight by 0.5: at the end every update of both is there (the bridge used
+    to write back weights it had read a moment earlier, losing what was pushed in between)."""
+    import torch
+    import torch.multiprocessing as mp
+
+    from hogwild_dqn.cluster_actors import _flat, rebase
+
+    param = torch.zeros(200_000).share_memory_()
+    flag = torch.zeros(1, dtype=torch.int32).share_memory_()
+    child = mp.get_context("spawn").Process(target=_push_ones, args=(param, flag, 3000), daemon=True)
+    child.start()
+    flag[0] = 1
+    rounds = 0
+    while int(flag[0]) != 2 and child.is_alive():
+        sent = _flat([param]).clone()
+        rebase([param], sent, sent + 0.5)
+        rounds += 1
+    child.join(timeout=30)
+    assert child.exitcode == 0 and rounds >= 20
+    expected = 3000 + 0.5 * rounds
+    assert float((param == expected).float().mean()) > 0.99, (rounds, float(param.min()), float(param.max()))
