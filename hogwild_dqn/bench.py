@@ -1,15 +1,21 @@
 """Throughput benchmark: the bare emulator and the trainer's workers, measured side by side in one run.
 
     python -m hogwild_dqn.bench [--threads 1 2] [--algos q1 sarsa1 nq a3c dqn] [--envs 1 8] [--seconds 8]
-    make bench
+                                [--baseline REF]
+    make bench [BENCH_ARGS="--baseline REF ..."]
 
 Each point starts real worker processes over real shared memory (evaluator off), lets them warm up, counts
 the global frames and the updates pushed over --seconds, and stops them; points are interleaved across
 repeats so that a noisy machine hurts every point alike. Medians are reported, with bench.md and bench.json
 written to --out. A replay method (dqn) runs its own preset (configs/dqn_atari.yaml) with minibatches from
-its first --batch-size transitions, so that its updates are measured with its acting (epsilon is still near
-1 in so short a run: acting needs almost no forward); it plays one game per worker, so it is measured at
---envs 1 only.
+its first --batch-size transitions, so that its updates are measured with its acting; it plays one game per
+worker, so it is measured at --envs 1 only. It is measured twice: as a run starts (epsilon near 1: acting needs
+almost no forward) and with epsilon at its final value from the first step (a forward per step), the row
+"dqn@final-eps".
+
+With --baseline REF (a git ref of this repository), every point is also measured on that commit's own code
+(its tree extracted to a temporary folder, driven by its own bench functions), interleaved with the working
+tree's, each point in a fresh process on both sides, and the table gives each point's ratio.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -61,7 +68,7 @@ def workers_fps(cfg: Config, threads: int, warmup: float, seconds: float) -> tup
     ctx = mp.get_context("spawn")
     with tempfile.TemporaryDirectory() as run_dir:
         run = Run(cfg, spec, Path(run_dir), threads)
-        kids = [Child(ctx, f"worker{r}", worker_process, (r, cfg.seed + r, run, shared)) for r in range(threads)]
+        kids = [Child(ctx, f"worker{r}", worker_process, (r, 0, run, shared)) for r in range(threads)]
         try:
             while shared.frames() == 0 and all(k.proc.is_alive() for k in kids):
                 time.sleep(0.05)  # every process imported torch and built its env
@@ -85,6 +92,9 @@ def workers_fps(cfg: Config, threads: int, warmup: float, seconds: float) -> tup
     return (f1 - f0) / (t1 - t0), (u1 - u0) / (t1 - t0)
 
 
+FINAL_EPS = "@final-eps"  # a replay method's second point: epsilon at its final value from the first step
+
+
 def point_config(base: Config, algo: str, envs: int) -> Config:
     """The config of one point: the base values, or a replay method's own preset learning from the start."""
     values = {**base.to_dict(), "algo": algo, "envs_per_worker": envs}
@@ -95,21 +105,72 @@ def point_config(base: Config, algo: str, envs: int) -> Config:
     return Config(**values)
 
 
+def point_overrides(label: str) -> dict:
+    """Config values a point's label adds to point_config's (the same on the baseline's side)."""
+    return {"eps_anneal_frames": 0} if label.endswith(FINAL_EPS) else {}
+
+
+# Run in a fresh interpreter inside a tree (the working tree's or the baseline's): that tree's own bench
+# functions measure that tree's workers. Only point_config and workers_fps are used, whose signatures every
+# commit since the benchmark's first keeps.
+DRIVER = """
+import json, sys
+import torch
+from hogwild_dqn.bench import point_config, workers_fps
+from hogwild_dqn.config import Config
+a = json.loads(sys.argv[1])
+torch.set_num_threads(1)
+base = Config(game=a["game"], frames=10**12, progress=False, video_steps=0)
+cfg = point_config(base, a["algo"], a["envs"])
+cfg = Config(**{**cfg.to_dict(), **a["overrides"]})
+print(json.dumps(workers_fps(cfg, a["threads"], a["warmup"], a["seconds"])))
+"""
+
+
+def point_in_tree(tree: Path, point: dict) -> tuple[float, float]:
+    """(frames/s, updates/s) of one point, measured by the code in `tree`, in a fresh process."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    done = subprocess.run([sys.executable, "-c", DRIVER, json.dumps(point)], cwd=tree, env=env, capture_output=True,
+                          text=True, timeout=120 + 2 * point["seconds"])
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"the point {point['algo']} x{point['threads']} failed in {tree}: {last}")
+    fps, ups = json.loads(done.stdout.strip().splitlines()[-1])
+    return fps, ups
+
+
+def baseline_tree(ref: str, into: Path) -> str:
+    """Extract commit `ref` of this repository into `into`; return its short hash. A bad ref is one line."""
+    root = Path(__file__).resolve().parent.parent
+    rev = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "--verify", f"{ref}^{{commit}}"],
+                         capture_output=True, text=True)
+    if rev.returncode != 0:
+        raise ValueError(f"--baseline {ref!r} is not a commit of the repository at {root}")
+    archive = subprocess.run(["git", "-C", str(root), "archive", rev.stdout.strip()], capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    return rev.stdout.strip()
+
+
 def table(cores: int, emu: float, results: list[dict], frame_skip: int) -> str:
     """The markdown table of the medians, with scaling efficiency and the ratio to the bare emulator."""
     one = {(r["algo"], r["envs_per_worker"]): r["frames_per_second"] for r in results if r["threads"] == 1}
+    base = any("baseline_frames_per_second" in r for r in results)
     lines = [f"cores: {cores}; bare emulator (ALE, frame skip {frame_skip}, random actions): {emu:,.0f} frames/s",
              "", "| algo | workers | games per worker | frames/s | agent steps/s | frames/s per worker | "
-             "updates/s per worker | scaling efficiency | per worker / emulator |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "updates/s per worker | scaling efficiency | per worker / emulator |"
+             + (" baseline frames/s | ratio to baseline |" if base else ""),
+             "| --- " * (11 if base else 9) + "|"]
     for r in results:
         key = (r["algo"], r["envs_per_worker"])
         eff = r["frames_per_second"] / (r["threads"] * one[key]) if key in one else None
         per = r["frames_per_second"] / r["threads"]
-        lines.append(f"| {r['algo']} | {r['threads']} | {r['envs_per_worker']} | {r['frames_per_second']:,.0f} | "
-                     f"{r['agent_steps_per_second']:,.0f} | {per:,.0f} | "
-                     f"{r['updates_per_second'] / r['threads']:,.0f} | {'—' if eff is None else f'{eff:.2f}'} | "
-                     f"{per / emu:.2f} |")
+        line = (f"| {r['algo']} | {r['threads']} | {r['envs_per_worker']} | {r['frames_per_second']:,.0f} | "
+                f"{r['agent_steps_per_second']:,.0f} | {per:,.0f} | "
+                f"{r['updates_per_second'] / r['threads']:,.0f} | {'—' if eff is None else f'{eff:.2f}'} | "
+                f"{per / emu:.2f} |")
+        if base:
+            line += f" {r['baseline_frames_per_second']:,.0f} | {r['ratio_to_baseline']:.2f} |"
+        lines.append(line)
     return "\n".join(lines)
 
 
@@ -123,38 +184,75 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seconds", type=float, default=6.0, help="measured seconds per point")
     p.add_argument("--warmup", type=float, default=2.0, help="seconds after start-up before measuring")
     p.add_argument("--repeats", type=int, default=3, help="repeats of every point (medians are reported)")
+    p.add_argument("--baseline", default=None, metavar="REF",
+                   help="a git ref (commit, tag, branch) whose workers are measured beside the working tree's")
     p.add_argument("--out", default=None, help="folder for bench.md and bench.json (default runs/bench-<time>)")
     args = p.parse_args(argv)
     if min(args.threads) < 1 or min(args.envs) < 1 or args.repeats < 1 or args.seconds <= 0:
         p.error("--threads, --envs, --repeats and --seconds must be positive")
     torch.set_num_threads(1)
+    with tempfile.TemporaryDirectory(prefix="hogwild_dqn-baseline-") as tmp:
+        baseline = None
+        if args.baseline is not None:
+            try:
+                baseline = baseline_tree(args.baseline, Path(tmp))
+            except ValueError as e:
+                print(f"error: {e}", file=sys.stderr)
+                return 2
+        return measure(args, Path(tmp) if baseline else None, baseline)
+
+
+def measure(args, baseline_dir: Path | None, baseline: str | None) -> int:
+    """Every point (and the emulator) over the repeats, interleaved; the table and files."""
     out = Path(args.out or f"runs/bench-{datetime.now():%Y%m%d-%H%M%S}")
     out.mkdir(parents=True, exist_ok=True)
     cores = os.cpu_count() or 1
-    print(f"benchmark on {cores} cores: {args.game}, {args.repeats} repeats of {args.seconds:g} s per point")
+    against = f", against {args.baseline} ({baseline})" if baseline else ""
+    print(f"benchmark on {cores} cores: {args.game}, {args.repeats} repeats of {args.seconds:g} s per point{against}")
     base = Config(game=args.game, frames=10**12, progress=False, video_steps=0)
-    emu, samples = [], {(a, e, n): [] for a in args.algos for e in args.envs for n in args.threads
-                        if e == 1 or not ALGORITHMS[a].replay}
+    labels = [(a, a) for a in args.algos] + [(a + FINAL_EPS, a) for a in args.algos if ALGORITHMS[a].replay]
+    emu, samples = [], {(label, a, e, n): {"new": [], "baseline": []} for label, a in labels for e in args.envs
+                        for n in args.threads if e == 1 or not ALGORITHMS[a].replay}
+    here = Path(__file__).resolve().parent.parent
     for rep in range(args.repeats):
         emu.append(emulator_fps(base, args.seconds))
-        for algo, e, n in samples:
-            fps, ups = workers_fps(point_config(base, algo, e), n, args.warmup, args.seconds)
-            samples[(algo, e, n)].append((fps, ups))
-            print(f"  repeat {rep + 1}: {algo} x{n}, {e} games each: {fps:,.0f} frames/s, {ups:,.1f} updates/s",
-                  flush=True)
+        for label, algo, e, n in samples:
+            point = {"game": args.game, "algo": algo, "envs": e, "threads": n, "warmup": args.warmup,
+                     "seconds": args.seconds, "overrides": point_overrides(label)}
+            sides = ["new"] if baseline_dir is None else (["baseline", "new"] if rep % 2 == 0 else ["new", "baseline"])
+            for side in sides:
+                if baseline_dir is None:
+                    cfg = Config(**{**point_config(base, algo, e).to_dict(), **point["overrides"]})
+                    fps, ups = workers_fps(cfg, n, args.warmup, args.seconds)
+                else:
+                    fps, ups = point_in_tree(baseline_dir if side == "baseline" else here, point)
+                samples[(label, algo, e, n)][side].append((fps, ups))
+                who = "" if baseline_dir is None else f"{side:>8}: "
+                print(f"  repeat {rep + 1}: {who}{label} x{n}, {e} games each: {fps:,.0f} frames/s, "
+                      f"{ups:,.1f} updates/s", flush=True)
     emu_med = statistics.median(emu)
     results = []
-    for (a, e, n), v in samples.items():
+    for (label, _, e, n), sides in samples.items():
+        v = sides["new"]
         fps = statistics.median(f for f, _ in v)
-        results.append({"algo": a, "threads": n, "envs_per_worker": e, "frames_per_second": fps,
-                        "agent_steps_per_second": fps / base.frame_skip,
-                        "updates_per_second": statistics.median(u for _, u in v), "repeats": len(v),
-                        "samples": [f for f, _ in v], "update_samples": [u for _, u in v]})
+        r = {"algo": label, "threads": n, "envs_per_worker": e, "frames_per_second": fps,
+             "agent_steps_per_second": fps / base.frame_skip,
+             "updates_per_second": statistics.median(u for _, u in v), "repeats": len(v),
+             "samples": [f for f, _ in v], "update_samples": [u for _, u in v]}
+        if sides["baseline"]:
+            old = statistics.median(f for f, _ in sides["baseline"])
+            r.update({"baseline_frames_per_second": old, "ratio_to_baseline": fps / old,
+                      "baseline_samples": [f for f, _ in sides["baseline"]],
+                      "baseline_update_samples": [u for _, u in sides["baseline"]]})
+        results.append(r)
     md = table(cores, emu_med, results, base.frame_skip)
+    if baseline:
+        md += f"\n\nbaseline: {args.baseline} ({baseline}); ratio: median frames/s of the working tree / the baseline's"
     print(md)
     (out / "bench.md").write_text(md + "\n")
     (out / "bench.json").write_text(json.dumps({"cores": cores, "game": args.game, "emulator_frames_per_second":
-                                                emu_med, "emulator_samples": emu, "results": results}, indent=2))
+                                                emu_med, "emulator_samples": emu, "baseline": baseline,
+                                                "results": results}, indent=2))
     print(f"wrote {out / 'bench.md'} and {out / 'bench.json'}")
     return 0
 

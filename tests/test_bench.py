@@ -11,10 +11,29 @@ def test_bench_writes_medians_for_every_point(tmp_path, capsys):
     data = json.loads((tmp_path / "bench.json").read_text())
     assert data["cores"] >= 1 and data["emulator_frames_per_second"] > 1000
     assert [(r["algo"], r["threads"], r["envs_per_worker"], r["repeats"]) for r in data["results"]] == [
-        ("a3c", 1, 1, 2), ("a3c", 1, 2, 2), ("dqn", 1, 1, 2)]  # dqn plays one game per worker
+        ("a3c", 1, 1, 2), ("a3c", 1, 2, 2), ("dqn", 1, 1, 2), ("dqn@final-eps", 1, 1, 2)]  # dqn: one game
     for r in data["results"]:
         assert r["frames_per_second"] > 0 and r["agent_steps_per_second"] * 4 == r["frames_per_second"]
         assert r["updates_per_second"] > 0  # counted where the gradients are pushed, dqn's minibatches too
     out = capsys.readouterr().out
     assert "| a3c | 1 | 1 |" in out and "| a3c | 1 | 2 |" in out and "| dqn | 1 | 1 |" in out and "bare emulator" in out
     assert (tmp_path / "bench.md").read_text() in out + "\n"
+
+
+def test_bench_against_a_baseline_commit_measures_both_and_gives_the_ratio(tmp_path, capsys):
+    """--baseline HEAD: the committed code's workers, driven by its own bench functions in a tree of their own,
+    interleaved with the working tree's."""
+    assert main(["--algos", "a3c", "--threads", "1", "--seconds", "1", "--warmup", "0.5", "--repeats", "1",
+                 "--baseline", "HEAD", "--out", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "bench.json").read_text())
+    (r,) = data["results"]
+    assert data["baseline"] and r["baseline_frames_per_second"] > 0 and r["frames_per_second"] > 0
+    assert r["ratio_to_baseline"] == r["frames_per_second"] / r["baseline_frames_per_second"]
+    out = capsys.readouterr().out
+    assert "baseline:" in out and "ratio to baseline" in out and "  repeat 1: baseline: a3c x1" in out
+
+
+def test_bench_with_a_bad_baseline_is_one_line(capsys):
+    assert main(["--baseline", "no-such-ref-xyz", "--repeats", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "no-such-ref-xyz" in err and "not a commit" in err
