@@ -11,6 +11,7 @@ from pathlib import Path
 import torch
 
 from hogwild_dqn.config import ConfigError
+from hogwild_dqn.exploration import resumed_lr
 
 
 def atomic_save(obj, path: Path) -> None:
@@ -31,7 +32,8 @@ def atomic_save(obj, path: Path) -> None:
 def checkpoint_state(model, target, cfg, spec, progress: dict) -> dict:
     """The one checkpoint format (single machine and cluster): copies, never live views, of the networks, and
     what a resume needs. `progress`: frames and best (the best evaluation mean), and where there are such
-    things optimizer (its state dict), target_epoch, worker_eps and worker_seed (tensors). A cluster
+    things optimizer (its state dict), target_epoch, worker_eps and worker_seed (tensors), lr_start (where
+    this session's learning-rate line starts: frames, rate). A cluster
     checkpoint has no optimizer state and no per-worker exploration state."""
     worker_eps, worker_seed = progress.get("worker_eps"), progress.get("worker_seed")
     return {
@@ -40,6 +42,7 @@ def checkpoint_state(model, target, cfg, spec, progress: dict) -> dict:
         "optimizer": progress.get("optimizer"), "target_epoch": progress.get("target_epoch", 0),
         "worker_eps": torch.zeros(0) if worker_eps is None else worker_eps.clone(),
         "worker_seed": torch.zeros(0, dtype=torch.int64) if worker_seed is None else worker_seed.clone(),
+        "lr_start": progress.get("lr_start"),
         "frames": progress["frames"], "best_eval_return": progress["best"], "game": cfg.game, "algo": cfg.algo,
         "obs_shape": list(spec.obs_shape), "n_actions": spec.n_actions,
         "continuous": spec.continuous, "config": cfg.to_dict(),
@@ -71,7 +74,9 @@ def read_checkpoint(path: Path) -> dict:
 
 def resume_point(run_dir: Path, cfg) -> tuple[dict, dict]:
     """checkpoint.pt of a run to resume, and what its earlier sessions reached: frames, wall time, evaluations,
-    best, evaluator device (the old summary.json holds the evaluations and the wall time)."""
+    best, evaluator device (the old summary.json holds the evaluations and the wall time), and where this
+    session's learning-rate line starts (lr_start: the rate the old schedule had reached, annealed from there
+    to 0 at the new --frames)."""
     run_dir = Path(run_dir)
     ckpt = load_checkpoint(run_dir / "checkpoint.pt", cfg.game, cfg.algo)
     if int(ckpt["frames"]) >= cfg.frames:
@@ -80,4 +85,4 @@ def resume_point(run_dir: Path, cfg) -> tuple[dict, dict]:
     old = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
     return ckpt, {"frames": int(ckpt["frames"]), "wall_seconds": float(old.get("wall_seconds", 0.0)),
                   "evals": old.get("evals", []), "best": float(ckpt.get("best_eval_return", -math.inf)),
-                  "device": old.get("evaluator_device")}
+                  "device": old.get("evaluator_device"), "lr_start": resumed_lr(ckpt, int(ckpt["frames"]), cfg.lr)}

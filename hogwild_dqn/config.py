@@ -82,7 +82,9 @@ class Config:
     # replay methods (dqn)
     replay_size: int = _f(100_000, "dqn: transitions each worker's replay memory holds (Atari: about 7 KB each, "
                                    "frames stored once as uint8)")
-    learning_starts: int = _f(50_000, "dqn: global frames before the workers start learning")
+    learning_starts: int = _f(50_000, "dqn: frames of play before learning starts, counted in each worker's own "
+                                      "memory (its share: this / --threads), so a resumed or restarted worker "
+                                      "refills its empty memory first")
     batch_size: int = _f(32, "dqn: transitions per minibatch")
     train_every: int = _f(4, "dqn: a worker learns from one minibatch every this many of its agent steps")
     double: bool = _f(False, "dqn: Double DQN targets (the online network picks the action, the target rates it)")
@@ -94,6 +96,8 @@ class Config:
     eval_every: int = _f(250_000, "global frames between evaluations")
     eval_episodes: int = _f(5, "episodes per evaluation")
     eval_epsilon: float = _f(0.05, "epsilon of evaluation for Q methods (A3C samples its policy)")
+    deterministic_eval: bool = _f(False, "A3C evaluation and play take the policy's most likely action (the "
+                                         "mean of a Gaussian) rather than sampling it")
     stop_return: float | None = _f(None, "stop the run once an evaluation's mean return reaches this (Pong: 18); "
                                          "empty (null): train all --frames", float)
     video_steps: int = _f(500, "at each new best, record this many agent steps of one game as a GIF; 0: none")

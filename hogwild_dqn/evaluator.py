@@ -12,8 +12,7 @@ import torch
 
 from hogwild_dqn import metrics
 from hogwild_dqn.checkpoint import atomic_save, checkpoint_state
-from hogwild_dqn.config import Config
-from hogwild_dqn.envs import EnvSpec, make_env
+from hogwild_dqn.envs import make_env
 from hogwild_dqn.evaluation import Recorder, best_episode_gif, next_point, play_games, points_skipped
 from hogwild_dqn.networks import network_for
 from hogwild_dqn.policy import EVAL_SEED_OFFSET, Policy
@@ -27,12 +26,12 @@ def evaluator_process(run: Run, shared: SharedState, best: float, report) -> Non
     run_child("evaluator", report, run_evaluator, run, shared, best, report)
 
 
-def snapshot(shared: SharedState, frames: int, best: float, cfg: Config, spec: EnvSpec) -> dict:
+def snapshot(shared: SharedState, frames: int, best: float, run: Run) -> dict:
     """A copy (never a live view) of everything needed to continue or to play the agent."""
-    return checkpoint_state(shared.model, shared.target, cfg, spec, {
+    return checkpoint_state(shared.model, shared.target, run.cfg, run.spec, {
         "frames": frames, "best": best, "optimizer": shared.optimizer.state_dict(),
         "target_epoch": int(shared.target_epoch[0]), "worker_eps": shared.worker_eps,
-        "worker_seed": shared.worker_seed})
+        "worker_seed": shared.worker_seed, "lr_start": run.prior.get("lr_start")})
 
 
 def run_evaluator(run: Run, shared: SharedState, best: float, report) -> None:
@@ -53,7 +52,7 @@ def run_evaluator(run: Run, shared: SharedState, best: float, report) -> None:
         if not final and frames < next_eval:
             time.sleep(0.2)
             continue
-        state = snapshot(shared, frames, recorder.best, cfg, run.spec)
+        state = snapshot(shared, frames, recorder.best, run)
         if not all_finite(state["model"].values()):  # never evaluate, let alone save, broken weights
             raise NonFinite(f"non-finite shared parameters at global frame {frames}")
         policy.net.load_state_dict(state["model"])

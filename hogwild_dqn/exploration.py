@@ -1,25 +1,54 @@
-"""Per-worker exploration of the value-based methods (Mnih et al. 2016, section 5.1)."""
+"""Exploration of the value-based methods (Mnih et al. 2016, section 5.1), the learning-rate schedule and
+the seeding of the workers' random streams."""
 
 from __future__ import annotations
 
 import numpy as np
 
 
-def draw_final_epsilon(rng: np.random.Generator, finals: list, probs: list) -> float:
-    """Each worker draws its own final epsilon once (paper: {0.1, 0.01, 0.5} w.p. {0.4, 0.3, 0.3})."""
-    return float(rng.choice(np.asarray(finals, dtype=float), p=np.asarray(probs, dtype=float)))
+def draw_final_epsilon(rng: np.random.Generator, finals: list, probs: list, games: int = 1) -> np.ndarray:
+    """Each game draws its own final epsilon once (paper: {0.1, 0.01, 0.5} w.p. {0.4, 0.3, 0.3}): the paper's
+    diversity of exploration came from 16 threads; a worker playing several games draws one per game."""
+    return rng.choice(np.asarray(finals, dtype=float), size=games, p=np.asarray(probs, dtype=float))
 
 
-def epsilon(global_frames: int, start: float, final: float, anneal_frames: int) -> float:
-    """Linear anneal from `start` to `final` over the first `anneal_frames` global frames, then flat."""
+def epsilon(global_frames: int, start: float, final, anneal_frames: int):
+    """Linear anneal from `start` to `final` (a number, or an array: one per game) over the first
+    `anneal_frames` global frames, then flat."""
     if anneal_frames <= 0:
         return final
     frac = min(1.0, global_frames / anneal_frames)
     return start + frac * (final - start)
 
 
-def learning_rate(global_frames: int, lr: float, total_frames: int, anneal: bool) -> float:
-    """The paper anneals the shared learning rate linearly to 0 over the run."""
+def learning_rate(global_frames: int, lr: float, total_frames: int, anneal: bool, start_frames: int = 0) -> float:
+    """The paper anneals the shared learning rate linearly to 0 over the run: from `lr` at `start_frames` to 0
+    at `total_frames`. A resumed run starts its line at the checkpoint's frames and rate (resumed_lr), so that
+    a larger --frames lengthens the schedule without a jump."""
     if not anneal:
         return lr
-    return lr * max(0.0, 1.0 - global_frames / total_frames)
+    if total_frames <= start_frames:
+        return 0.0
+    return lr * max(0.0, (total_frames - global_frames) / (total_frames - start_frames))
+
+
+def resumed_lr(saved: dict, frames: int, lr: float) -> tuple[int, float]:
+    """(start_frames, lr) of a resumed session's schedule: where the checkpoint's own schedule (`saved`: its
+    lr_start and config) stood at its `frames`. A new --lr on the command line starts the line from that rate."""
+    config = saved.get("config") or {}
+    if not config.get("lr_anneal", True) or config.get("lr") != lr:
+        return frames, lr
+    start_frames, start_lr = saved.get("lr_start") or (0, lr)
+    total = int(config.get("frames", frames))
+    return frames, learning_rate(frames, float(start_lr), total, True, int(start_frames))
+
+
+def worker_streams(seed: int, rank: int, restart: int, session: int, games: int) -> tuple:
+    """The random streams of worker `rank` (its `restart`-th start, in the resumed session that began at
+    `session` frames; 0 for a new run): (numpy Generator, torch seed, one env seed per game), all spawned from
+    numpy.random.SeedSequence(seed), so that no two runs, workers, restarts or games share a stream."""
+    root = np.random.SeedSequence(seed if session == 0 else [seed, session])
+    worker = np.random.SeedSequence(root.entropy, spawn_key=(rank, restart))
+    own, *game_seqs = worker.spawn(games + 1)
+    return (np.random.default_rng(own), int(own.generate_state(1)[0]),
+            [int(g.generate_state(1)[0]) for g in game_seqs])

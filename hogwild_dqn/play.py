@@ -30,6 +30,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="where the network runs")
     p.add_argument("--seed", type=int, default=None, help="seed of the games and the policy's draws "
                                                           "(default: the run's seed + 20000)")
+    p.add_argument("--deterministic", action=argparse.BooleanOptionalAction, default=None,
+                   help="A3C: take the policy's most likely action (a Gaussian's mean) rather than sample it "
+                        "(default: as the run evaluated, its --deterministic-eval)")
     p.add_argument("--video", action=argparse.BooleanOptionalAction, default=True,
                    help="record the first game as play.mp4 next to the checkpoint (default: on)")
     args = p.parse_args(argv)
@@ -58,9 +61,10 @@ class VideoWriter:
         self.tmp.replace(self.path)
 
 
-def play(run_dir: Path, episodes: int, device: str, seed: int | None, video: bool) -> dict:
+def play(run_dir: Path, episodes: int, device: str, seed: int | None, video: bool,
+         deterministic: bool | None = None) -> dict:
     """Play `episodes` games; return their scores and where the video went."""
-    policy = load_policy(run_dir, device)
+    policy = load_policy(run_dir, device, deterministic=deterministic)
     cfg = policy.cfg
     seed = cfg.seed + PLAY_SEED_OFFSET if seed is None else seed
     policy.seed(seed)
@@ -95,7 +99,7 @@ def play(run_dir: Path, episodes: int, device: str, seed: int | None, video: boo
 def main(argv: list[str] | None = None) -> int:
     try:
         args = parse(argv)
-        r = play(args.run_dir, args.episodes, args.device, args.seed, args.video)
+        r = play(args.run_dir, args.episodes, args.device, args.seed, args.video, args.deterministic)
     except ConfigError as e:
         print(f"play: error: {e}", file=sys.stderr)
         return 2

@@ -21,12 +21,16 @@ EVAL_SEED_OFFSET = 10_000  # evaluation games never share seeds with the workers
 
 
 class Policy:
-    """Acts as the evaluator does: A3C samples its policy (softmax or Gaussian), the Q methods are
-    epsilon-greedy (eval_epsilon). With --net lstm it carries the network's state from step to step of a
-    game: call `reset()` when a new game starts (play_episode does)."""
+    """Acts as the evaluator does: A3C samples its policy (softmax or Gaussian), or with `deterministic` takes
+    its most likely action (the Gaussian's mean); the Q methods are epsilon-greedy (eval_epsilon). With --net
+    lstm it carries the network's state from step to step of a game: call `reset()` when a new game starts
+    (play_episode does)."""
 
-    def __init__(self, net: torch.nn.Module, cfg: Config, device: torch.device | str = "cpu", seed: int = 0):
+    def __init__(self, net: torch.nn.Module, cfg: Config, device: torch.device | str = "cpu", seed: int = 0,
+                 deterministic: bool | None = None):
+        """`deterministic`: None takes the run's --deterministic-eval."""
         self.cfg, self.device = cfg, torch.device(device)
+        self.deterministic = cfg.deterministic_eval if deterministic is None else deterministic
         self.net = net.to(self.device).eval()
         self.actor_critic = ALGORITHMS[cfg.algo].actor_critic
         self.recurrent = is_recurrent(self.net)
@@ -58,7 +62,11 @@ class Policy:
             mean, var = normal[0][0], normal[1][0]
             if not (torch.isfinite(mean).all() and torch.isfinite(var).all()):
                 raise ValueError("non-finite Gaussian policy while acting")  # as multinomial does for logits
+            if self.deterministic:
+                return mean.numpy()
             return (mean + var.sqrt() * torch.randn(mean.shape, generator=self.generator)).numpy()
+        if self.actor_critic and self.deterministic:
+            return int(out[0][0].argmax())
         if self.actor_critic:
             probs = torch.softmax(out[0][0].float(), -1).cpu()
             return int(torch.multinomial(probs, 1, generator=self.generator))
@@ -88,10 +96,11 @@ def policy_file(run_dir: Path) -> Path:
     raise ConfigError(f"{run_dir} holds no best.pt or checkpoint.pt; is it a hogwild_dqn run dir?")
 
 
-def load_policy(run_dir: str | Path, device: str = "cpu", seed: int = 0) -> Policy:
+def load_policy(run_dir: str | Path, device: str = "cpu", seed: int = 0, deterministic: bool | None = None) -> Policy:
     """The trained agent of a run dir (best.pt, else checkpoint.pt), ready for `policy.act(observation)` on the
     env that `make_env(policy.cfg, seed, for_eval=True)` builds. The file used and its frames: policy.source,
-    policy.frames, policy.best_eval_return."""
+    policy.frames, policy.best_eval_return. `deterministic` (A3C): take the most likely action (the Gaussian's
+    mean) rather than sample; None: as the run evaluated (--deterministic-eval)."""
     path = policy_file(run_dir)
     ckpt = read_checkpoint(path)
     saved = ckpt.get("config")
@@ -106,7 +115,7 @@ def load_policy(run_dir: str | Path, device: str = "cpu", seed: int = 0) -> Poli
     except (RuntimeError, KeyError, TypeError) as e:
         raise ConfigError(f"checkpoint {path} does not fit its own network ({first_line(e)[:120]})") \
             from None
-    policy = Policy(net, cfg, device, seed)
+    policy = Policy(net, cfg, device, seed, deterministic)
     policy.source, policy.frames = path, int(ckpt["frames"])
     policy.best_eval_return = float(ckpt.get("best_eval_return", -math.inf))
     return policy

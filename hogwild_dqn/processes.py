@@ -17,7 +17,6 @@ from hogwild_dqn.worker import worker_process
 
 JOIN_SECONDS = 8       # stopping workers may take this long before they are terminated (exit within 10 s)
 EVAL_RESTARTS = 3      # a crashed evaluator is restarted this many times; training goes on meanwhile
-SEED_STRIDE = 1000     # a restarted worker gets seed + rank + SEED_STRIDE * (its restart number)
 FINAL_EVAL_SECONDS = 900  # the last evaluation may take this long (whole games) before it is stopped
 
 
@@ -70,14 +69,14 @@ class Processes:
         self.workers: list[Child] = []
         self.evaluator: Child | None = None
 
-    def _worker(self, rank: int, seed: int) -> Child:
-        return Child(self.ctx, f"worker{rank}", worker_process, (rank, seed, self.run, self.shared))
+    def _worker(self, rank: int, restart: int) -> Child:
+        return Child(self.ctx, f"worker{rank}", worker_process, (rank, restart, self.run, self.shared))
 
     def _evaluator(self) -> Child:
         return Child(self.ctx, "evaluator", evaluator_process, (self.run, self.shared, self.best()))
 
     def start(self) -> None:
-        self.workers = [self._worker(r, self.cfg.seed + r) for r in range(self.run.threads)]
+        self.workers = [self._worker(r, 0) for r in range(self.run.threads)]
         self.evaluator = self._evaluator() if self.with_evaluator else None
 
     def check(self) -> str | None:
@@ -94,10 +93,9 @@ class Processes:
                 return f"{w.name} died ({why}) and the {self.cfg.max_restarts} restarts allowed are used up"
             self.restarts += 1
             w.conn.close()
-            seed = self.cfg.seed + rank + SEED_STRIDE * self.restarts
-            tqdm.write(f"{w.name} died ({why}); restart {self.restarts} of {self.cfg.max_restarts}, seed {seed}",
-                       file=sys.stderr)
-            self.workers[rank] = self._worker(rank, seed)
+            tqdm.write(f"{w.name} died ({why}); restart {self.restarts} of {self.cfg.max_restarts}, with new "
+                       "random streams", file=sys.stderr)
+            self.workers[rank] = self._worker(rank, self.restarts)
         if self.evaluator is not None and self.evaluator.proc.exitcode not in (None, 0):
             why = self.why(self.evaluator)
             if self.evaluator.proc.exitcode == NONFINITE_EXIT:

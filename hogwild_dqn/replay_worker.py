@@ -1,9 +1,11 @@
 """One DQN actor-learner with its own replay memory (asynchronous DQN; standard DQN with one worker).
 
-Each step: act epsilon-greedily with the latest shared weights, store the transition in this process's
-memory; every --train-every steps after --learning-starts global frames: copy the shared weights, compute the
-loss of one minibatch on the local copy and push its gradient through the shared optimizer (the Hogwild
-contract of shared.py, as the other algorithms). The memory never leaves this process.
+Each step: act epsilon-greedily with the shared weights themselves (a forward reads them lock-free; no copy),
+store the transition in this process's memory; every --train-every steps once this worker's own memory holds
+its share of --learning-starts (so a resumed or restarted worker, whose memory starts empty, refills it
+first): copy the shared weights, compute the loss of one minibatch on the local copy and push its gradient
+through the shared optimizer (the Hogwild contract of shared.py, as the other algorithms). The memory never
+leaves this process.
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ import numpy as np
 import torch
 
 from hogwild_dqn import metrics
+from hogwild_dqn.acting import act_many
 from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.algorithms.dqn import Batch
 from hogwild_dqn.envs import make_env
-from hogwild_dqn.exploration import draw_final_epsilon, epsilon, learning_rate
+from hogwild_dqn.exploration import draw_final_epsilon, epsilon, learning_rate, worker_streams
 from hogwild_dqn.networks import network_for
 from hogwild_dqn.replay import NStep, ReplayMemory
 from hogwild_dqn.rundir import Run
@@ -42,13 +45,11 @@ class Learner:
         self.local = network_for(run.cfg, run.spec)
         self.params, self.shared_params = list(self.local.parameters()), list(shared.model.parameters())
         self.loss_fn = ALGORITHMS[run.cfg.algo].loss
+        self.lr_frames, self.lr0 = run.prior.get("lr_start") or (0, run.cfg.lr)
 
     def act(self, obs, eps: float, rng: np.random.Generator) -> int:
-        if rng.random() < eps:
-            return int(rng.integers(self.local.q.out_features))
-        sync_local(self.params, self.shared_params)
-        with torch.inference_mode():
-            return int(self.local(torch.as_tensor(np.asarray(obs)).unsqueeze(0)).argmax())
+        """Epsilon-greedy on the shared network's Q-values: the freshest weights, read in place."""
+        return int(act_many(self.shared.model, torch.as_tensor(np.asarray(obs)).unsqueeze(0), eps, False, rng)[0])
 
     def update(self, memory: ReplayMemory, rng: np.random.Generator, frames: int) -> dict:
         """One minibatch: its loss on the freshly synced local copy, its gradient into the shared model."""
@@ -67,18 +68,25 @@ class Learner:
         for p in self.params:
             p.grad = None
         loss.backward()
-        lr = learning_rate(frames, cfg.lr, cfg.frames, cfg.lr_anneal)
+        lr = learning_rate(frames, self.lr0, cfg.frames, cfg.lr_anneal, self.lr_frames)
         info["losses/grad_norm"] = push_gradients(self.params, self.shared, self.rank, lr, cfg.grad_clip)
         return info
 
 
-def run_replay_worker(rank: int, seed: int, run: Run, shared: SharedState) -> None:
+def warm(memory_size: int, cfg, threads: int, frames_per_step: int) -> bool:
+    """Whether a worker's own memory holds its share of --learning-starts (frames / threads), so that it may
+    learn: counted in its memory, not in global frames, which a resumed or restarted worker passed long ago."""
+    return memory_size * frames_per_step * threads >= cfg.learning_starts
+
+
+def run_replay_worker(rank: int, restart: int, run: Run, shared: SharedState) -> None:
     """The DQN worker loop; runs inline too (tests, debuggers)."""
     cfg, spec = run.cfg, run.spec
+    rng, seed, (env_seed,) = worker_streams(cfg.seed, rank, restart, run.prior["frames"], 1)
     torch.manual_seed(seed)
-    rng = np.random.default_rng(seed)
-    final_eps = claim_exploration(shared, rank, seed, lambda: draw_final_epsilon(rng, cfg.eps_finals, cfg.eps_probs))
-    env = make_env(cfg, seed, for_eval=False)
+    final_eps = float(claim_exploration(shared, rank, seed,
+                                        lambda: draw_final_epsilon(rng, cfg.eps_finals, cfg.eps_probs))[0])
+    env = make_env(cfg, env_seed, for_eval=False)
     learner = Learner(run, shared, rank)
     memory = ReplayMemory(cfg.replay_size, spec.obs_shape, spec.is_atari)
     nstep = NStep(cfg.n_step, cfg.gamma)
@@ -109,7 +117,8 @@ def run_replay_worker(rank: int, seed: int, run: Run, shared: SharedState) -> No
                 maybe_sync_target(shared, frames, cfg.target_update)
 
             # --- learn
-            if steps % cfg.train_every or frames < cfg.learning_starts or len(memory) < cfg.batch_size:
+            if steps % cfg.train_every or len(memory) < cfg.batch_size or \
+                    not warm(len(memory), cfg, run.threads, spec.frames_per_step):
                 continue
             for key, v in learner.update(memory, rng, frames).items():
                 sums[key] = sums.get(key, 0.0) + v

@@ -57,7 +57,7 @@ def prepare_run_dir(cfg: Config, threads: int, resume: str | None) -> Path:
 
 def no_prior() -> dict:
     """What a new run's earlier sessions reached: nothing (a resumed run's comes from checkpoint.resume_point)."""
-    return {"frames": 0, "wall_seconds": 0.0, "evals": [], "best": -math.inf, "device": None}
+    return {"frames": 0, "wall_seconds": 0.0, "evals": [], "best": -math.inf, "device": None, "lr_start": None}
 
 
 @dataclass
@@ -68,7 +68,7 @@ class Run:
     run_dir: Path
     threads: int              # worker processes (on this machine)
     prior: dict = field(default_factory=no_prior)  # what earlier sessions reached: frames, wall_seconds, evals,
-                                                   # best, device
+                                                   # best, device, lr_start (None: 0 frames, --lr)
     session_start: float = field(default_factory=time.time)
 
     @property

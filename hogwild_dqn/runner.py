@@ -56,7 +56,7 @@ def run(cfg: Config, resume: str | None = None) -> int:
         status, reason = 1, reason if procs.nonfinite else "non-finite shared parameters at the end of the run"
         print(f"{run_dir / 'checkpoint.pt'} left as it was: the run met NaN/Inf", file=sys.stderr)
     else:
-        atomic_save(snapshot(shared, frames, best, cfg, spec), run_dir / "checkpoint.pt")
+        atomic_save(snapshot(shared, frames, best, run), run_dir / "checkpoint.pt")
     summary = make_summary(run, reason, frames, evals)
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     writer.add_scalar(metrics.FPS, summary["frames_per_second"], frames)
@@ -87,6 +87,7 @@ def restore(shared, run_dir: Path, cfg: Config) -> dict:
                           f"({first_line(e)[:120]})") from None
     shared.worker_frames[0] = int(ckpt["frames"])  # the sum is what counts
     shared.target_epoch[0] = int(ckpt.get("target_epoch", 0))
-    if len(ckpt.get("worker_eps", [])) == len(shared.worker_eps):  # same thread count: same exploration
-        shared.worker_eps.copy_(ckpt["worker_eps"])
+    saved_eps = ckpt.get("worker_eps")
+    if saved_eps is not None and saved_eps.shape == shared.worker_eps.shape:  # same workers x games: same
+        shared.worker_eps.copy_(saved_eps)                                    # exploration
     return prior

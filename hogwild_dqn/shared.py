@@ -14,8 +14,9 @@ What is shared between processes (all in shared memory, handed to children at sp
   worker alone (read by `make bench`).
 - `flags`: STOP (the runner asks every worker to finish its segment and exit) and WORKERS_DONE (every worker
   has exited: the evaluator runs its last evaluation and exits). Polled, never waited on.
-- `worker_eps`, `worker_seed`: each worker's drawn final epsilon and current seed (its exploration state),
-  written by the worker, read by checkpoints; a restarted or resumed worker keeps its epsilon.
+- `worker_eps`, `worker_seed`: the final epsilon each game of each worker drew, and each worker's current
+  seed (its exploration state), written by the worker, read by checkpoints; a restarted or resumed worker
+  keeps its games' epsilons.
 
 Nothing here takes a lock: multiprocessing's locks, events and queues deadlock every other process when a
 process is killed while holding one, and a killed worker must never hang the run.
@@ -34,6 +35,7 @@ import signal
 import traceback
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -141,7 +143,8 @@ class SharedState:
                                  # machine of a cluster run the extra last slot holds the other machines' frames
     target_epoch: torch.Tensor   # [1] int64, target copies so far (= intervals covered)
     flags: torch.Tensor          # [2] uint8, STOP and WORKERS_DONE
-    worker_eps: torch.Tensor     # [threads] float64, NaN until the worker has drawn its final epsilon
+    worker_eps: torch.Tensor     # [threads, games per worker] float64, NaN until the game has drawn its final
+                                 # epsilon
     worker_seed: torch.Tensor    # [threads] int64, the seed each worker (re)started with
     worker_updates: torch.Tensor  # [threads] int64, the updates each worker pushed into the shared model
 
@@ -171,7 +174,8 @@ def build_shared(model: nn.Module, target: nn.Module | None, cfg: Config, thread
         opt = SharedRMSprop(model.parameters(), cfg.rms_alpha, cfg.rms_eps)
     zeros = lambda n, dtype: torch.zeros(n, dtype=dtype).share_memory_()  # noqa: E731
     return SharedState(model, target, opt, zeros(threads + extra_frame_slots, torch.int64), zeros(1, torch.int64),
-                       zeros(2, torch.uint8), torch.full((threads,), math.nan, dtype=torch.float64).share_memory_(),
+                       zeros(2, torch.uint8),
+                       torch.full((threads, cfg.envs_per_worker), math.nan, dtype=torch.float64).share_memory_(),
                        zeros(threads, torch.int64), zeros(threads, torch.int64))
 
 
@@ -219,13 +223,13 @@ def maybe_sync_target(shared: SharedState, frames: int, target_update: int) -> b
     return True
 
 
-def claim_exploration(shared: SharedState, rank: int, seed: int, draw) -> float:
-    """A worker's final epsilon: drawn once per rank with `draw()`, kept by a restarted or resumed worker; its
-    current seed is recorded beside it for checkpoints."""
-    if math.isnan(shared.worker_eps[rank]):
-        shared.worker_eps[rank] = draw()
+def claim_exploration(shared: SharedState, rank: int, seed: int, draw) -> np.ndarray:
+    """The final epsilons of worker `rank`'s games: drawn once with `draw()` (one per game), kept by a restarted
+    or resumed worker; its current seed is recorded beside them for checkpoints."""
+    if torch.isnan(shared.worker_eps[rank]).any():
+        shared.worker_eps[rank] = torch.as_tensor(draw(), dtype=torch.float64)
     shared.worker_seed[rank] = seed
-    return float(shared.worker_eps[rank])
+    return shared.worker_eps[rank].numpy().copy()
 
 
 def new_shared_state(cfg: Config, spec, threads: int, extra_frame_slots: int = 0) -> SharedState:

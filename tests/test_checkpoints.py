@@ -6,9 +6,11 @@ import shutil
 import signal
 import time
 
+import pytest
 import torch
 import torch.multiprocessing as mp
 import yaml
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from hogwild_dqn.checkpoint import atomic_save
 from tests.conftest import read_summary, run_train
@@ -58,6 +60,13 @@ def test_resume_continues_frames_schedules_and_logs(tmp_path):
     assert ckpt["frames"] == after["frames"] and ckpt["target_epoch"] == after["frames"] // 1000
     assert torch.equal(ckpt["worker_eps"], saved["worker_eps"])  # each worker kept its exploration
     assert ckpt["config"]["frames"] == 9000 and ckpt["optimizer"]["square_avg"][0].abs().sum() > 0
+    # the learning rate goes on from where the first session's schedule (to 0 at 6,000 frames) stood, down to 0
+    # at 9,000: no jump up to the rate 9,000 frames would have given from the start
+    lr, f0 = saved["config"]["lr"], before["frames"]
+    assert ckpt["lr_start"][0] == f0 and ckpt["lr_start"][1] == pytest.approx(lr * max(0, 1 - f0 / 6000))
+    rates = EventAccumulator(str(run)).Reload().Scalars("charts/learning_rate")
+    after_resume = [e.value for e in rates if e.step > f0]
+    assert after_resume and max(after_resume) <= lr * max(0, 1 - f0 / 6000) + 1e-9
     done = run_train("--resume", run, "--frames", 9000)
     assert done.returncode == 2 and "raise --frames" in done.stderr
 

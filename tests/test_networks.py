@@ -29,7 +29,8 @@ def test_standardized_input_ignores_the_brightness_of_each_observation():
     obs = _frames()
     brighter = obs.clone()
     brighter[0] = obs[0] + 60  # one observation of the batch, every pixel brighter (still < 256)
-    assert torch.allclose(torso(obs), torso(brighter), atol=1e-5)
+    # 1e-4: the standardization is applied after conv1 (networks.AtariTorso), which rounds at about 2e-5 here
+    assert torch.allclose(torso(obs), torso(brighter), atol=1e-4)
     plain = AtariTorso((4, 84, 84), 32)
     plain.load_state_dict(torso.state_dict())
     assert not torch.allclose(plain(obs)[0], plain(brighter)[0], atol=1e-3)

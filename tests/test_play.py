@@ -124,3 +124,27 @@ def test_bad_run_dir_is_one_line_and_exit_2(tmp_path, setup, message):
 def test_make_play_without_a_run_names_the_variable():
     proc = _play(make=True)
     assert proc.returncode != 0 and "make play RUN=" in proc.stderr
+
+
+def test_deterministic_a3c_policy_takes_the_most_likely_action_or_the_mean():
+    """--deterministic-eval / load_policy(deterministic=True): the argmax of the logits, the Gaussian's mean;
+    without it A3C samples."""
+    torch.manual_seed(0)
+    cfg = Config(game="CartPole-v1", algo="a3c", hidden=8, mlp_layers=1)
+    net = network_for(cfg, SimpleNamespace(obs_shape=(4,), n_actions=3))
+    with torch.no_grad():
+        net.pi.bias.copy_(torch.tensor([0.0, 1.0, 0.0]))  # action 1 most likely (about 58%), not certain
+    obs = np.zeros(4, dtype=np.float32)
+    best = int(net(torch.as_tensor(obs).unsqueeze(0))[0].argmax())
+    assert {Policy(net, cfg, seed=s, deterministic=True).act(obs) for s in range(30)} == {best}
+    assert len({Policy(net, cfg, seed=s).act(obs) for s in range(30)}) > 1
+    assert Policy(net, dataclasses.replace(cfg, deterministic_eval=True)).deterministic
+    gcfg = Config(game="Pendulum-v1", algo="a3c", hidden=8, mlp_layers=1)
+    gnet = network_for(gcfg, SimpleNamespace(obs_shape=(3,), n_actions=1, continuous=True))
+    mean = gnet(torch.zeros(1, 3))[0][0, 0].detach().numpy()
+    assert np.array_equal(Policy(gnet, gcfg, deterministic=True).act(np.zeros(3, np.float32)), mean)
+
+
+def test_load_policy_can_be_deterministic(trained):
+    policy = hogwild_dqn.load_policy(trained, deterministic=True)
+    assert policy.deterministic and not hogwild_dqn.load_policy(trained).deterministic

@@ -110,3 +110,46 @@ def test_memory_check_gives_both_figures():
     why = check_memory(2, 1_000_000, (4, 84, 84), True, 8 * 2**30)
     assert why == ("2 workers x --replay-size 1,000,000 transitions need 13.3 GiB of replay memory; 8.0 GiB is "
                    "available (at most three quarters of it may go to replay)")
+
+
+def _dqn_run(tmp_path, frames_before: int, **values):
+    """A CartPole DQN run's state as a worker sees it, resumed at `frames_before` global frames."""
+    from hogwild_dqn.envs import env_spec
+    from hogwild_dqn.rundir import Run, no_prior
+    from hogwild_dqn.shared import new_shared_state
+
+    cfg = Config(**{**Config(game="CartPole-v1", algo="dqn", hidden=16, mlp_layers=1, batch_size=8,
+                             train_every=1, progress=False, video_steps=0).to_dict(), **values})
+    spec = env_spec(cfg)
+    shared = new_shared_state(cfg, spec, 1)
+    shared.worker_frames[0] = frames_before
+    return Run(cfg, spec, tmp_path, 1, {**no_prior(), "frames": frames_before}), shared
+
+
+def test_a_resumed_dqn_worker_refills_its_own_memory_before_learning(tmp_path):
+    """Resumed at 1M global frames, far past --learning-starts 500: the worker's memory starts empty, so it
+    plays 500 frames of its own before its first update (it used to learn at once from a few transitions)."""
+    from hogwild_dqn.replay_worker import run_replay_worker
+
+    run, shared = _dqn_run(tmp_path, 1_000_000, learning_starts=500, frames=1_000_400)
+    run_replay_worker(0, 0, run, shared)
+    assert shared.frames() >= 1_000_400 and int(shared.worker_updates[0]) == 0
+    run, shared = _dqn_run(tmp_path, 1_000_000, learning_starts=500, frames=1_000_700)
+    run_replay_worker(0, 0, run, shared)
+    assert 150 <= int(shared.worker_updates[0]) <= 201  # one per step from its 500th transition on
+
+
+def test_dqn_acts_on_the_shared_weights_without_copying_them(tmp_path):
+    """Acting reads the shared network in place: the local copy (refreshed for updates only) is left alone,
+    and the action is greedy on the shared weights, not on a stale copy."""
+    from hogwild_dqn.replay_worker import Learner
+
+    run, shared = _dqn_run(tmp_path, 0)
+    learner = Learner(run, shared, 0)
+    with torch.no_grad():
+        for p in learner.local.parameters():
+            p.zero_()  # a stale local copy: every Q-value 0, argmax 0
+        shared.model.q.bias.copy_(torch.tensor([0.0, 5.0]))  # the shared network prefers action 1
+    obs = np.array([0.1, -0.2, 0.3, 0.0], dtype=np.float32)
+    assert learner.act(obs, 0.0, np.random.default_rng(0)) == 1
+    assert all(not p.any() for p in learner.local.parameters())  # no copy was made

@@ -9,12 +9,13 @@ import numpy as np
 import pytest
 import torch
 
+from hogwild_dqn.acting import act_many, sample
 from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.algorithms.returns import Segment
 from hogwild_dqn.config import Config
 from hogwild_dqn.networks import network_for
 from hogwild_dqn.shared import NonFinite
-from hogwild_dqn.worker import GameStates, Rollout, act_many, sample, segment_loss
+from hogwild_dqn.worker import GameStates, Rollout, segment_loss
 
 
 def _net(actor_critic, head_bias):
@@ -127,7 +128,7 @@ def test_segment_loss_is_the_mean_of_each_games_loss(algo):
     for got, exp in zip(batched, (p.grad for p in net.parameters()), strict=True):
         torch.testing.assert_close(got, exp, rtol=1e-4, atol=1e-6)
     for key in info:
-        assert info[key] == pytest.approx(sum(i[key] for i in infos) / E, rel=1e-5)
+        assert float(info[key]) == pytest.approx(sum(float(i[key]) for i in infos) / E, rel=1e-5)
 
 
 def _lstm_net():
@@ -180,3 +181,36 @@ def test_game_states_step_their_own_rows_and_restart_at_an_episodes_end():
     assert not states.h[1].any() and not start[0].any()  # row 1 did not act; the segment's start is a copy
     states.end_game(2)
     assert not states.h[2].any() and not states.c[2].any() and states.h[0].any()
+
+
+def test_act_many_explores_with_each_rows_own_epsilon():
+    """Per-game epsilons: a row with epsilon 0 is always greedy, a row with epsilon 1 always random."""
+    torch.manual_seed(0)
+    net, rng = _mlp(False), np.random.default_rng(0)
+    obs = torch.randn(2, 4)
+    greedy = int(net(obs[:1]).argmax())
+    picks = np.array([act_many(net, obs, np.array([0.0, 1.0]), False, rng) for _ in range(3000)])
+    assert set(picks[:, 0]) == {greedy}
+    assert np.bincount(picks[:, 1], minlength=3) == pytest.approx([1000, 1000, 1000], abs=120)
+
+
+def test_each_game_of_a_worker_explores_with_its_own_final_epsilon(tmp_path):
+    """A real Q-learning worker with 8 CartPole games: 8 final epsilons drawn and kept in shared memory (for
+    checkpoints), not one for the worker; a restarted worker keeps them."""
+    from hogwild_dqn.envs import env_spec
+    from hogwild_dqn.rundir import Run
+    from hogwild_dqn.shared import new_shared_state
+    from hogwild_dqn.worker import run_worker
+
+    cfg = Config(game="CartPole-v1", algo="q1", envs_per_worker=8, hidden=8, mlp_layers=1, frames=400, seed=3,
+                 eps_anneal_frames=200, progress=False, video_steps=0)
+    spec = env_spec(cfg)
+    shared = new_shared_state(cfg, spec, 2)
+    run = Run(cfg, spec, tmp_path, 2)
+    run_worker(1, 0, run, shared)
+    finals = shared.worker_eps[1].clone()
+    assert finals.shape == (8,) and len(set(finals.tolist())) > 1 and set(finals.tolist()) <= {0.1, 0.01, 0.5}
+    assert torch.isnan(shared.worker_eps[0]).all()  # worker 0 has not drawn yet
+    shared.worker_frames.zero_()
+    run_worker(1, 1, run, shared)  # restarted: new streams, the same exploration
+    assert torch.equal(shared.worker_eps[1], finals)

@@ -28,4 +28,4 @@ def dqn_loss(q: torch.Tensor, next_q: torch.Tensor, next_q_online: torch.Tensor 
     bootstrap = next_q.detach().gather(1, best).squeeze(1)
     targets = batch.returns + batch.discounts * bootstrap * (~batch.terminated)
     loss = F.smooth_l1_loss(q_sa, targets)
-    return loss, {"losses/td_loss": loss.item(), "losses/q_mean": q_sa.mean().item()}
+    return loss, {"losses/td_loss": loss.detach(), "losses/q_mean": q_sa.detach().mean()}

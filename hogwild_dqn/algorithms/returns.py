@@ -1,4 +1,8 @@
-"""Return maths shared by the n-step methods; `terminated` and `truncated` stay apart."""
+"""Return maths shared by the n-step methods; `terminated` and `truncated` stay apart.
+
+Every function works on one game's segment (tensors of T steps) or on a batch of games ((games, T)): time is
+the last axis of the step tensors.
+"""
 
 from __future__ import annotations
 
@@ -8,29 +12,34 @@ import torch
 
 
 class Segment(NamedTuple):
-    """A worker's rollout of T steps. Row t describes the step from s_t to s_{t+1}."""
-    actions: torch.Tensor       # [T] long, a_t; continuous actions: [T, components] float
-    rewards: torch.Tensor       # [T] float, r_t
-    terminated: torch.Tensor    # [T] bool, s_{t+1} is a real terminal: never bootstrap through it
-    truncated: torch.Tensor     # [T] bool, the episode was cut at s_{t+1} by a time limit: bootstrap from it
-    next_actions: torch.Tensor  # [T] long, a_{t+1}: the action taken (or chosen) in s_{t+1} (SARSA)
+    """A worker's rollout of T steps, of one game ([T]) or of several ([games, T]). Row t describes the step
+    from s_t to s_{t+1}."""
+    actions: torch.Tensor       # [..., T] long, a_t; continuous actions: [..., T, components] float
+    rewards: torch.Tensor       # [..., T] float, r_t
+    terminated: torch.Tensor    # [..., T] bool, s_{t+1} is a real terminal: never bootstrap through it
+    truncated: torch.Tensor     # [..., T] bool, the trajectory is cut at s_{t+1} (a time limit, or the end of
+                                # a game's steps in this segment): bootstrap from it
+    next_actions: torch.Tensor  # [..., T] long, a_{t+1}: the action taken (or chosen) in s_{t+1} (SARSA)
+    mask: torch.Tensor | None = None  # [..., T] bool, the steps that were played (a game that ended early
+                                      # sits out the rest of the segment); None: all of them
 
 
 def n_step_returns(rewards: torch.Tensor, terminated: torch.Tensor, truncated: torch.Tensor,
                    bootstrap: torch.Tensor, gamma: float) -> torch.Tensor:
-    """Forward-view returns R_t = r_t + gamma * R_{t+1}, computed backwards.
+    """Forward-view returns R_t = r_t + gamma * R_{t+1}, computed backwards over the last axis.
 
     The trajectory is cut after step t when t is the last row or truncated[t]; there R_{t+1} is replaced
     by bootstrap[t], the estimated value of s_{t+1}. After a terminated step nothing is added.
     """
-    T = rewards.shape[0]
+    T = rewards.shape[-1]
     out = torch.empty_like(rewards)
-    ret = bootstrap[T - 1]
+    keep = gamma * (~terminated).to(rewards.dtype)
+    ret = bootstrap[..., T - 1]
     for t in range(T - 1, -1, -1):
-        if t == T - 1 or truncated[t]:
-            ret = bootstrap[t]
-        ret = rewards[t] + gamma * ret * (~terminated[t])
-        out[t] = ret
+        if t < T - 1:
+            ret = torch.where(truncated[..., t], bootstrap[..., t], ret)
+        ret = rewards[..., t] + keep[..., t] * ret
+        out[..., t] = ret
     return out
 
 
@@ -38,3 +47,18 @@ def one_step_targets(rewards: torch.Tensor, terminated: torch.Tensor, next_value
                      gamma: float) -> torch.Tensor:
     """y_t = r_t + gamma * V(s_{t+1}), with no bootstrap through a terminal (a truncation bootstraps)."""
     return rewards + gamma * next_values * (~terminated)
+
+
+def masked_sum(x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """The sum of x over the steps played, divided by the number of games (1 for a single game's segment):
+    a batch's loss is the mean over its games of each game's summed loss."""
+    games = x[..., 0].numel()
+    return (x.sum() if mask is None else torch.where(mask, x, 0.0).sum()) / games
+
+
+def masked_mean(x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """The mean over games of each game's mean of x over its steps played (a metric, detached)."""
+    x = x.detach()
+    if mask is None:
+        return x.mean()
+    return (torch.where(mask, x, 0.0).sum(-1) / mask.sum(-1).clamp(min=1)).mean()
