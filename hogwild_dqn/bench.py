@@ -9,8 +9,8 @@ the global frames and the updates pushed over --seconds, and stops them; points 
 repeats so that a noisy machine hurts every point alike. Medians are reported, with bench.md and bench.json
 written to --out. A replay method (dqn) runs its own preset (configs/dqn_atari.yaml) with minibatches from
 its first --batch-size transitions, so that its updates are measured with its acting; it plays one game per
-worker, so it is measured at --envs 1 only. It is measured twice: as a run starts (epsilon near 1: acting needs
-almost no forward) and with epsilon at its final value from the first step (a forward per step), the row
+worker whatever --envs says. It is measured twice: as a run starts (epsilon near 1: acting needs almost no
+forward) and with epsilon at its final value from the first step (a forward per step), the row
 "dqn@final-eps".
 
 With --baseline REF (a git ref of this repository), every point is also measured on that commit's own code
@@ -211,8 +211,8 @@ def measure(args, baseline_dir: Path | None, baseline: str | None) -> int:
     print(f"benchmark on {cores} cores: {args.game}, {args.repeats} repeats of {args.seconds:g} s per point{against}")
     base = Config(game=args.game, frames=10**12, progress=False, video_steps=0)
     labels = [(a, a) for a in args.algos] + [(a + FINAL_EPS, a) for a in args.algos if ALGORITHMS[a].replay]
-    emu, samples = [], {(label, a, e, n): {"new": [], "baseline": []} for label, a in labels for e in args.envs
-                        for n in args.threads if e == 1 or not ALGORITHMS[a].replay}
+    emu, samples = [], {(label, a, e, n): {"new": [], "baseline": []} for label, a in labels
+                        for e in ([1] if ALGORITHMS[a].replay else args.envs) for n in args.threads}
     here = Path(__file__).resolve().parent.parent
     for rep in range(args.repeats):
         emu.append(emulator_fps(base, args.seconds))
