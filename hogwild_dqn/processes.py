@@ -93,8 +93,8 @@ class Processes:
                 return f"{w.name} died ({why}) and the {self.cfg.max_restarts} restarts allowed are used up"
             self.restarts += 1
             w.conn.close()
-            tqdm.write(f"{w.name} died ({why}); restart {self.restarts} of {self.cfg.max_restarts}, with new "
-                       "random streams", file=sys.stderr)
+            tqdm.write(f"{w.name} died ({why}); restart {self.restarts} of {self.cfg.max_restarts}, on new random "
+                       f"streams (seed {self.cfg.seed}, worker {rank}, restart {self.restarts})", file=sys.stderr)
             self.workers[rank] = self._worker(rank, self.restarts)
         if self.evaluator is not None and self.evaluator.proc.exitcode not in (None, 0):
             why = self.why(self.evaluator)

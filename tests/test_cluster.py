@@ -156,18 +156,23 @@ def test_unreachable_cluster_is_one_line_error(tmp_path):
 
 
 def _push_ones(param, flag, pushes: int) -> None:
-    """A worker's stand-in in a real child process: `pushes` updates of +1 into the shared tensor."""
+    """A worker's stand-in in a real child process: `pushes` updates of +1 into the shared tensor, one every
+    half millisecond (a Pong worker pushes one every 10 ms or so)."""
     while int(flag[0]) == 0:
         pass
     for _ in range(pushes):
         param.add_(1.0)
+        time.sleep(0.0005)
     flag[0] = 2
 
 
 def test_the_rebase_keeps_what_workers_push_during_an_exchange():
-    """A child process pushes +1 updates into shared memory while the bridge rebases again and again on a
-    holder's answer that moved every weight by 0.5: at the end every update of both is there (the bridge used
-    to write back weights it had read a moment earlier, losing what was pushed in between)."""
+    """A child process pushes +1 updates into shared memory while the bridge rebases every 5 ms (the fastest
+    exchange period the cluster tests use is 50 ms) on a holder's answer that moved every weight by 0.5: at the
+    end the updates of both are there. The bridge used to write back weights it had read a moment earlier,
+    losing every update pushed in between (about 300 of the 1,500 here); now a weight can lose an update only
+    where both write it at the same instant, the race Hogwild accepts between any two writers (about one on
+    average here, where both sweep the same 200k weights continually)."""
     import torch
     import torch.multiprocessing as mp
 
@@ -175,7 +180,7 @@ def test_the_rebase_keeps_what_workers_push_during_an_exchange():
 
     param = torch.zeros(200_000).share_memory_()
     flag = torch.zeros(1, dtype=torch.int32).share_memory_()
-    child = mp.get_context("spawn").Process(target=_push_ones, args=(param, flag, 3000), daemon=True)
+    child = mp.get_context("spawn").Process(target=_push_ones, args=(param, flag, 1500), daemon=True)
     child.start()
     flag[0] = 1
     rounds = 0
@@ -183,7 +188,9 @@ def test_the_rebase_keeps_what_workers_push_during_an_exchange():
         sent = _flat([param]).clone()
         rebase([param], sent, sent + 0.5)
         rounds += 1
+        time.sleep(0.005)
     child.join(timeout=30)
     assert child.exitcode == 0 and rounds >= 20
-    expected = 3000 + 0.5 * rounds
-    assert float((param == expected).float().mean()) > 0.99, (rounds, float(param.min()), float(param.max()))
+    expected = 1500 + 0.5 * rounds
+    lost = expected - param  # updates lost per weight, in units of +1 pushes and +0.5 rebases
+    assert float(lost.mean()) < 5 and float(lost.max()) < 20, (rounds, float(lost.mean()), float(lost.max()))

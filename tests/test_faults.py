@@ -26,7 +26,8 @@ def test_killed_worker_is_restarted_and_training_finishes(tmp_path):
     worker0.kill()
     out, err = proc.communicate(timeout=180)
     assert proc.returncode == 0, err[-2000:]
-    assert "worker0 died (killed by signal 9); restart 1 of 3, seed 1001" in err
+    assert ("worker0 died (killed by signal 9); restart 1 of 3, on new random streams (seed 1, worker 0, restart 1)"
+            in err)
     assert read_summary(run)["frames"] >= 20000 and time.time() - t0 < 120
 
 
@@ -48,7 +49,7 @@ def test_worker_out_of_memory_is_logged_with_traceback_and_restarted(tmp_path):
     out, err = proc.communicate(timeout=30)
     log = (run / "errors.log").read_text()
     assert "Traceback (most recent call last)" in log and "worker1" in log
-    assert "worker1 died (" in err and "restart 1 of 3, seed 1002" in err
+    assert "worker1 died (" in err and "restart 1 of 3, on new random streams (seed 1, worker 1, restart 1)" in err
 
 
 def test_restarts_used_up_stop_the_run_with_a_checkpoint(tmp_path):
