@@ -3,6 +3,7 @@
     python -m hogwild_dqn.bench [--threads 1 2] [--algos q1 sarsa1 nq a3c dqn] [--envs 1 8] [--seconds 8]
                                 [--baseline REF]
     make bench [BENCH_ARGS="--baseline REF ..."]
+    python -m hogwild_dqn.bench --algos a3c --envs 8 --profile 60000    # where one worker's time goes
 
 Each point starts real worker processes over real shared memory (evaluator off), lets them warm up, counts
 the global frames and the updates pushed over --seconds, and stops them; points are interleaved across
@@ -151,6 +152,32 @@ def baseline_tree(ref: str, into: Path) -> str:
     return rev.stdout.strip()
 
 
+def profile_worker(cfg: Config, frames: int, rows: int = 25) -> str:
+    """cProfile of one worker of `cfg` run inline in this process (one torch thread; real env and shared
+    memory) for `frames` frames: frames/s under the profiler, then the functions with the most time of their
+    own."""
+    import cProfile
+    import io
+    import pstats
+
+    from hogwild_dqn.replay_worker import run_replay_worker
+    from hogwild_dqn.worker import run_worker
+
+    cfg = Config(**{**cfg.to_dict(), "frames": frames})
+    spec = env_spec(cfg)
+    shared = new_shared_state(cfg, spec, 1)
+    loop = run_replay_worker if ALGORITHMS[cfg.algo].replay else run_worker
+    prof = cProfile.Profile()
+    with tempfile.TemporaryDirectory() as run_dir:
+        t0 = time.perf_counter()
+        prof.runcall(loop, 0, 0, Run(cfg, spec, Path(run_dir), 1), shared)
+        seconds = time.perf_counter() - t0
+    out = io.StringIO()
+    pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(rows)
+    return (f"{cfg.algo} on {cfg.game}, {cfg.envs_per_worker} games, one worker inline: {shared.frames():,} frames "
+            f"in {seconds:.1f} s ({shared.frames() / seconds:,.0f} frames/s under the profiler)\n{out.getvalue()}")
+
+
 def table(cores: int, emu: float, results: list[dict], frame_skip: int) -> str:
     """The markdown table of the medians, with scaling efficiency and the ratio to the bare emulator."""
     one = {(r["algo"], r["envs_per_worker"]): r["frames_per_second"] for r in results if r["threads"] == 1}
@@ -186,11 +213,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=3, help="repeats of every point (medians are reported)")
     p.add_argument("--baseline", default=None, metavar="REF",
                    help="a git ref (commit, tag, branch) whose workers are measured beside the working tree's")
+    p.add_argument("--profile", type=int, default=None, metavar="FRAMES",
+                   help="instead of the table: profile one worker of the first --algos and --envs inline for FRAMES "
+                        "frames (cProfile, written to profile.txt)")
     p.add_argument("--out", default=None, help="folder for bench.md and bench.json (default runs/bench-<time>)")
     args = p.parse_args(argv)
     if min(args.threads) < 1 or min(args.envs) < 1 or args.repeats < 1 or args.seconds <= 0:
         p.error("--threads, --envs, --repeats and --seconds must be positive")
     torch.set_num_threads(1)
+    if args.profile is not None:
+        if args.profile < 1:
+            p.error("--profile must be a positive number of frames")
+        base = Config(game=args.game, frames=10**12, progress=False, video_steps=0)
+        text = profile_worker(point_config(base, args.algos[0], args.envs[0]), args.profile)
+        out = Path(args.out or f"runs/bench-{datetime.now():%Y%m%d-%H%M%S}")
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "profile.txt").write_text(text)
+        print(text + f"wrote {out / 'profile.txt'}")
+        return 0
     with tempfile.TemporaryDirectory(prefix="hogwild_dqn-baseline-") as tmp:
         baseline = None
         if args.baseline is not None:

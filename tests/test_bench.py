@@ -37,3 +37,10 @@ def test_bench_with_a_bad_baseline_is_one_line(capsys):
     assert main(["--baseline", "no-such-ref-xyz", "--repeats", "1"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "no-such-ref-xyz" in err and "not a commit" in err
+
+
+def test_bench_profiles_one_worker(tmp_path, capsys):
+    assert main(["--algos", "a3c", "--envs", "2", "--profile", "1500", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "a3c on Pong, 2 games, one worker inline:" in out and "under the profiler" in out
+    assert "tottime" in out and "run_worker" in out and (tmp_path / "profile.txt").read_text() in out
