@@ -36,7 +36,7 @@ from hogwild_dqn.config import Config, ConfigError, first_line
 from hogwild_dqn.console import Console
 from hogwild_dqn.envs import env_spec
 from hogwild_dqn.evaluation import next_point, points_skipped, stop_reason
-from hogwild_dqn.rundir import prepare_run_dir
+from hogwild_dqn.rundir import final_line, prepare_run_dir
 
 REJOIN_SCAN_SECONDS = 2  # how often the driver looks for machines that joined or came back
 NO_MACHINE_SECONDS = 120  # with no machine left this long, the run stops
@@ -172,10 +172,11 @@ class Driver:
                                    "the other machines keep training")
         return None
 
-    def ask_eval(self, best: float) -> None:
-        """Evaluate the newest global weights (a late evaluator skips to them)."""
+    def ask_eval(self, best: float, final: bool = False) -> None:
+        """Evaluate the newest global weights (a late evaluator skips to them); `final`: the run's score."""
         weights = self.holder.weights.remote()
-        self.pending_eval = (self.evaluator.evaluate.remote(weights, self.frames, best), weights, self.frames)
+        self.pending_eval = (self.evaluator.evaluate.remote(weights, self.frames, best, final), weights,
+                             self.frames)
 
     def collect_eval(self) -> dict | None:
         """Hand a finished evaluation to the holder; None if the evaluator failed (it is then replaced)."""
@@ -256,7 +257,7 @@ class Driver:
                     self.collect_eval()
                 st = ray.get(self.holder.status.remote(), timeout=SYNC_TIMEOUT)
                 self.frames = st["frames"]
-                self.ask_eval(st["best"])
+                self.ask_eval(st["best"], final=True)
                 self.collect_eval()
             summary = ray.get(self.holder.finish.remote(reason, sorted(self.names.values())))
         except RayError as e:
@@ -267,7 +268,8 @@ class Driver:
             print(f"train.py: {reason}", file=sys.stderr)
         print(f"{reason}: {summary['frames']} frames in {summary['wall_seconds']:.0f}s "
               f"({summary['frames_per_second']:.0f} frames/s) on {len(self.names)} machines, "
-              f"best eval {summary['best_eval_return']}, run dir {self.run_dir}")
+              f"{final_line(summary['final_eval'])}, best periodic eval {summary['best_eval_return']}, "
+              f"run dir {self.run_dir}")
         return status
 
 

@@ -256,13 +256,15 @@ class Evaluator:
         self.policy = Policy(network_for(cfg, spec), cfg, self.device, cfg.seed + EVAL_SEED_OFFSET)
         self.env = make_env(cfg, cfg.seed + EVAL_SEED_OFFSET, for_eval=True)
 
-    def evaluate(self, weights, frames: int, best: float) -> dict:
-        """Play the weights; above `best` (the holder's best so far) also one game as a GIF (key "gif")."""
+    def evaluate(self, weights, frames: int, best: float, final: bool = False) -> dict:
+        """Play the weights (the final ones: --final-eval-episodes games); above `best` (the holder's best so
+        far) also one game as a GIF (key "gif")."""
         if not np.isfinite(weights).all():
             raise RuntimeError(f"non-finite global weights at global frame {frames}")
         _assign(list(self.policy.net.parameters()), torch.from_numpy(np.array(weights)).to(self.device))
-        result = {"frames": frames, "device": self.device.type, **play_games(self.policy, self.env,
-                                                                            self.cfg.eval_episodes)}
-        if self.cfg.video_steps and result["mean_return"] > best:
+        episodes = self.cfg.final_eval_episodes if final else self.cfg.eval_episodes
+        result = {"frames": frames, "device": self.device.type, "final": final,
+                  **play_games(self.policy, self.env, episodes)}
+        if self.cfg.video_steps and not final and result["mean_return"] > best:
             result["gif"] = best_episode_gif(self.policy, self.cfg, frames)
         return result

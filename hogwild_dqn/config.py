@@ -96,6 +96,8 @@ class Config:
     eval_every: int = _f(250_000, "global frames between evaluations")
     eval_episodes: int = _f(5, "episodes per evaluation")
     eval_epsilon: float = _f(0.05, "epsilon of evaluation for Q methods (A3C samples its policy)")
+    final_eval_episodes: int = _f(30, "whole games the last weights play when a run ends: the run's score "
+                                      "(summary.json final_eval), where periodic evaluations are curve points")
     deterministic_eval: bool = _f(False, "A3C evaluation and play take the policy's most likely action (the "
                                          "mean of a Gaussian) rather than sampling it")
     stop_return: float | None = _f(None, "stop the run once an evaluation's mean return reaches this (Pong: 18); "
@@ -141,7 +143,8 @@ class Config:
             raise ConfigError(f"--optimizer {self.optimizer!r} is unknown; choose one of {', '.join(OPTIMIZERS)}")
         if self.threads is not None:
             positive("threads", integer=True)
-        for name in ("frames", "t_max", "envs_per_worker", "target_update", "eval_every", "eval_episodes", "hidden",
+        for name in ("frames", "t_max", "envs_per_worker", "target_update", "eval_every", "eval_episodes",
+                     "final_eval_episodes", "hidden",
                      "mlp_layers", "frame_skip", "frame_stack", "screen_size", "max_episode_frames", "log_every",
                      "replay_size", "batch_size", "train_every", "n_step"):
             positive(name, integer=True)

@@ -33,11 +33,12 @@ def points_skipped(evaluated: int, now: int, every: int) -> int:
 
 
 def play_games(policy: Policy, env, episodes: int) -> dict:
-    """Whole evaluation games from the policy's current weights: their raw scores' mean and spread."""
+    """Whole evaluation games from the policy's current weights: their raw scores, mean and spread."""
     t0 = time.time()
     returns = [play_episode(policy, env) for _ in range(episodes)]
     return {"mean_return": float(np.mean(returns)), "std_return": float(np.std(returns)),
-            "episodes": len(returns), "seconds": time.time() - t0}
+            "episodes": len(returns), "returns": returns, "seconds": time.time() - t0}
+
 
 
 _RENDERS: dict[str, bool] = {}  # game -> whether this process can draw its screens
@@ -88,7 +89,7 @@ class Recorder:
         self.run_dir, self.writer, self.best = Path(run_dir), writer, best
 
     def is_new_best(self, result: dict) -> bool:
-        return result["mean_return"] > self.best
+        return not result.get("final") and result["mean_return"] > self.best
 
     def record(self, result: dict, frames: int, state: Callable[[float], dict], gif: bytes | None = None) -> None:
         """Log `result` (an evaluation at global `frames`); at a new best save best.pt from `state(best)` (the
@@ -96,6 +97,11 @@ class Recorder:
         for tag, key in ((metrics.EVAL_MEAN, "mean_return"), (metrics.EVAL_STD, "std_return"),
                          (metrics.EVAL_SECONDS, "seconds")):
             self.writer.add_scalar(tag, result[key], frames)
+        if result.get("final"):  # the run's score; best.pt stays the best periodic evaluation's
+            self.writer.add_scalar(metrics.FINAL_MEAN, result["mean_return"], frames)
+            self.writer.add_scalar(metrics.FINAL_STD, result["std_return"], frames)
+            self.writer.flush()
+            return
         self.writer.flush()
         if not self.is_new_best(result):
             return

@@ -35,7 +35,8 @@ def snapshot(shared: SharedState, frames: int, best: float, run: Run) -> dict:
 
 
 def run_evaluator(run: Run, shared: SharedState, best: float, report) -> None:
-    """Evaluate every eval_every global frames and once more after the workers finish; then exit."""
+    """Evaluate every eval_every global frames (--eval-episodes games), and the final weights once more after
+    the workers finish (--final-eval-episodes games: the run's score); then exit."""
     cfg = run.cfg
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     policy = Policy(network_for(cfg, run.spec), cfg, device, cfg.seed + EVAL_SEED_OFFSET)
@@ -43,20 +44,19 @@ def run_evaluator(run: Run, shared: SharedState, best: float, report) -> None:
     writer = metrics.make_writer(run.run_dir, "evaluator")
     recorder = Recorder(run.run_dir, writer, best)
     next_eval = next_point(shared.frames(), cfg.eval_every)
-    last_frames, parent = -1, os.getppid()
+    parent = os.getppid()
     while os.getppid() == parent:  # an orphan (runner killed outright) stops by itself
         final = shared.is_set(WORKERS_DONE)
         frames = shared.frames()
-        if final and frames == last_frames:
-            break  # the final weights were evaluated already
-        if not final and frames < next_eval:
+        # at the run's last frames the final evaluation (below, once the workers are done) stands for the point
+        if not final and (frames < next_eval or frames >= cfg.frames):
             time.sleep(0.2)
             continue
         state = snapshot(shared, frames, recorder.best, run)
         if not all_finite(state["model"].values()):  # never evaluate, let alone save, broken weights
             raise NonFinite(f"non-finite shared parameters at global frame {frames}")
         policy.net.load_state_dict(state["model"])
-        result = play_games(policy, env, cfg.eval_episodes)
+        result = {"final": final, **play_games(policy, env, cfg.final_eval_episodes if final else cfg.eval_episodes)}
         report.send(("eval", {"frames": frames, "wall_seconds": round(time.time() - run.clock0, 2),
                               "device": device.type, **result}))
         gif = best_episode_gif(policy, cfg, frames) if cfg.video_steps and recorder.is_new_best(result) else None
@@ -69,7 +69,6 @@ def run_evaluator(run: Run, shared: SharedState, best: float, report) -> None:
                   f"{cfg.eval_every} frames of training; the next evaluation takes the newest weights",
                   file=sys.stderr, flush=True)
         next_eval = next_point(frames, cfg.eval_every)
-        last_frames = frames
         if final:
             break
     writer.close()

@@ -20,6 +20,8 @@ LEARNING_RATE = "charts/learning_rate"
 FPS = "perf/frames_per_second"
 EVAL_MEAN = "eval/mean_return"
 EVAL_STD = "eval/std_return"
+FINAL_MEAN = "eval/final_mean_return"  # the last weights over --final-eval-episodes games: the run's score
+FINAL_STD = "eval/final_std_return"
 EVAL_SECONDS = "perf/eval_seconds"
 BEST_EPISODE = "eval/best_episode"
 

@@ -33,6 +33,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--deterministic", action=argparse.BooleanOptionalAction, default=None,
                    help="A3C: take the policy's most likely action (a Gaussian's mean) rather than sample it "
                         "(default: as the run evaluated, its --deterministic-eval)")
+    p.add_argument("--last", action="store_true",
+                   help="play the run's last weights (checkpoint.pt) rather than its best periodic evaluation's")
     p.add_argument("--video", action=argparse.BooleanOptionalAction, default=True,
                    help="record the first game as play.mp4 next to the checkpoint (default: on)")
     args = p.parse_args(argv)
@@ -62,9 +64,9 @@ class VideoWriter:
 
 
 def play(run_dir: Path, episodes: int, device: str, seed: int | None, video: bool,
-         deterministic: bool | None = None) -> dict:
+         deterministic: bool | None = None, last: bool = False) -> dict:
     """Play `episodes` games; return their scores and where the video went."""
-    policy = load_policy(run_dir, device, deterministic=deterministic)
+    policy = load_policy(run_dir, device, deterministic=deterministic, last=last)
     cfg = policy.cfg
     seed = cfg.seed + PLAY_SEED_OFFSET if seed is None else seed
     policy.seed(seed)
@@ -99,7 +101,7 @@ def play(run_dir: Path, episodes: int, device: str, seed: int | None, video: boo
 def main(argv: list[str] | None = None) -> int:
     try:
         args = parse(argv)
-        r = play(args.run_dir, args.episodes, args.device, args.seed, args.video, args.deterministic)
+        r = play(args.run_dir, args.episodes, args.device, args.seed, args.video, args.deterministic, args.last)
     except ConfigError as e:
         print(f"play: error: {e}", file=sys.stderr)
         return 2

@@ -85,23 +85,27 @@ def play_episode(policy: Policy, env, on_screen: Callable[[np.ndarray], None] | 
             return float(info["episode"]["r"])
 
 
-def policy_file(run_dir: Path) -> Path:
-    """best.pt of a run, else its checkpoint.pt; a one-line ConfigError when the dir has neither."""
+def policy_file(run_dir: Path, last: bool = False) -> Path:
+    """best.pt of a run, else its checkpoint.pt (with `last`: checkpoint.pt, the last weights); a one-line
+    ConfigError when the dir has none of them."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise ConfigError(f"run dir {run_dir} {'is not a directory' if run_dir.exists() else 'does not exist'}")
-    for name in ("best.pt", "checkpoint.pt"):
+    names = ("checkpoint.pt",) if last else ("best.pt", "checkpoint.pt")
+    for name in names:
         if (run_dir / name).is_file():
             return run_dir / name
-    raise ConfigError(f"{run_dir} holds no best.pt or checkpoint.pt; is it a hogwild_dqn run dir?")
+    raise ConfigError(f"{run_dir} holds no {' or '.join(names)}; is it a hogwild_dqn run dir?")
 
 
-def load_policy(run_dir: str | Path, device: str = "cpu", seed: int = 0, deterministic: bool | None = None) -> Policy:
-    """The trained agent of a run dir (best.pt, else checkpoint.pt), ready for `policy.act(observation)` on the
+def load_policy(run_dir: str | Path, device: str = "cpu", seed: int = 0, deterministic: bool | None = None,
+                last: bool = False) -> Policy:
+    """The trained agent of a run dir (best.pt, else checkpoint.pt; with `last` checkpoint.pt, the run's last
+    weights, which its score is about), ready for `policy.act(observation)` on the
     env that `make_env(policy.cfg, seed, for_eval=True)` builds. The file used and its frames: policy.source,
     policy.frames, policy.best_eval_return. `deterministic` (A3C): take the most likely action (the Gaussian's
     mean) rather than sample; None: as the run evaluated (--deterministic-eval)."""
-    path = policy_file(run_dir)
+    path = policy_file(run_dir, last)
     ckpt = read_checkpoint(path)
     saved = ckpt.get("config")
     if not isinstance(saved, dict) or "obs_shape" not in ckpt or "n_actions" not in ckpt:

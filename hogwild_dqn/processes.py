@@ -11,13 +11,13 @@ from hogwild_dqn import metrics
 from hogwild_dqn.console import Console
 from hogwild_dqn.evaluation import stop_reason
 from hogwild_dqn.evaluator import evaluator_process
-from hogwild_dqn.rundir import Run
+from hogwild_dqn.rundir import Run, best_periodic
 from hogwild_dqn.shared import NONFINITE_EXIT, STOP, WORKERS_DONE
 from hogwild_dqn.worker import worker_process
 
 JOIN_SECONDS = 8       # stopping workers may take this long before they are terminated (exit within 10 s)
 EVAL_RESTARTS = 3      # a crashed evaluator is restarted this many times; training goes on meanwhile
-FINAL_EVAL_SECONDS = 900  # the last evaluation may take this long (whole games) before it is stopped
+FINAL_EVAL_SECONDS = 1800  # the final evaluation (30 whole games by default) may take this long, then is stopped
 
 
 def stop_resource_tracker() -> None:
@@ -110,7 +110,7 @@ class Processes:
         return None
 
     def best(self) -> float:
-        return max([self.best0] + [e["mean_return"] for e in self.evals])
+        return best_periodic(self.best0, self.evals)
 
     def finished(self) -> bool:
         return all(w.proc.exitcode == 0 for w in self.workers)

@@ -47,6 +47,7 @@ class Run:
     evals: list = field(default_factory=list)  # [{frames, wall_seconds, mean_return}, ...]
     frames: int | None = None        # global frames and wall seconds at the end (or the last evaluation)
     wall_seconds: float | None = None
+    final: dict | None = None        # summary.json's final_eval: the last weights over many games, the score
 
 
 def complete(r: Run) -> bool:
@@ -65,7 +66,7 @@ def read_run(path: Path) -> Run | None:
     if summary_file.is_file():
         s = json.loads(summary_file.read_text())
         return Run(path, s["game"], algo, s["threads"], s["seed"], s["status"], s["frames_per_second"],
-                   s["evals"], s.get("frames"), s.get("wall_seconds"))
+                   s["evals"], s.get("frames"), s.get("wall_seconds"), s.get("final_eval"))
     evals = evals_from_events(path)
     last = evals[-1] if evals else {}
     return Run(path, cfg.get("game", "?"), algo, cfg.get("threads") or 0, cfg.get("seed", 0),
@@ -197,14 +198,16 @@ def write_report(logdir: Path, score: float | None) -> Path:
     lines += ["", "![frames per second](fps.png)", "", "## Learning curves", "",
               "![eval return against frames](curves_frames.png)", "",
               "![eval return against wall time](curves_wall.png)", "", "## Runs", "",
-              "| run | algo | threads | seed | status | evals | best | final | frames | wall minutes | frames/s "
-              "| game |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+              "| run | algo | threads | seed | status | evals | final eval (mean ± std, games) | best periodic eval "
+              "| frames | wall minutes | frames/s | game |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in runs:
-        best = max((e["mean_return"] for e in r.evals), default=None)
-        final = r.evals[-1]["mean_return"] if r.evals else None
+        best = max((e["mean_return"] for e in r.evals if not e.get("final")), default=None)
+        final = (f"{r.final['mean_return']:.1f} ± {r.final['std_return']:.1f} ({r.final['episodes']})"
+                 if r.final else "—")
         minutes = None if r.wall_seconds is None else r.wall_seconds / 60
         lines.append(f"| {r.path.relative_to(logdir)} | {r.algo} | {r.threads} | {r.seed} | {r.status} | "
-                     f"{len(r.evals)} | {fmt(best)} | {fmt(final)} | {fmt(r.frames, ',')} | {fmt(minutes)} | "
+                     f"{len(r.evals)} | {final} | {fmt(best)} | {fmt(r.frames, ',')} | {fmt(minutes)} | "
                      f"{fmt(r.frames_per_second, ',.0f')} | {r.game} |")
     out = logdir / "report.md"
     out.write_text("\n".join(lines) + "\n")

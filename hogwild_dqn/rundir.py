@@ -77,6 +77,28 @@ class Run:
         return self.session_start - self.prior["wall_seconds"]
 
 
+def final_eval(evals: list[dict]) -> dict | None:
+    """The run's score: the final evaluation (the last weights over --final-eval-episodes games) that ended this
+    session, if it has one (an earlier session's, read back from summary.json on a resume, is a curve point)."""
+    last = evals[-1] if evals else {}
+    if not last.get("final") or "returns" not in last:
+        return None
+    return {k: last[k] for k in ("frames", "mean_return", "std_return", "episodes", "returns")}
+
+
+def final_line(final: dict | None) -> str:
+    """The run's score as the last line of a run says it."""
+    if final is None:
+        return "no final evaluation"
+    return f"final eval {final['mean_return']:g} ± {final['std_return']:.1f} over {final['episodes']} games"
+
+
+def best_periodic(best: float, evals: list[dict]) -> float:
+    """The best periodic evaluation (--eval-episodes games each; best.pt holds its weights): a point of the
+    curve, not the run's score. `best`: earlier sessions' best."""
+    return max([best] + [e["mean_return"] for e in evals if not e.get("final")])
+
+
 def make_summary(run: Run, reason: str, frames: int, evals: list) -> dict:
     """summary.json: totals over every session of the run (`evals`: every evaluation, earlier sessions' too)."""
     prior, wall = run.prior, time.time() - run.session_start
@@ -84,8 +106,9 @@ def make_summary(run: Run, reason: str, frames: int, evals: list) -> dict:
         "game": run.cfg.game, "algo": run.cfg.algo, "threads": run.threads, "seed": run.cfg.seed, "status": reason,
         "frames": frames, "wall_seconds": round(prior["wall_seconds"] + wall, 2),
         "frames_per_second": round((frames - prior["frames"]) / max(wall, 1e-9), 1),  # this session's
-        "best_eval_return": max([prior["best"]] + [e["mean_return"] for e in evals]) if evals else None,
+        "final_eval": final_eval(evals),  # the run's score: the last weights over --final-eval-episodes games
+        "best_eval_return": best_periodic(prior["best"], evals) if evals else None,
         "evaluator_device": next((e["device"] for e in reversed(evals) if "device" in e), prior["device"]),
-        "evals": [{k: e[k] for k in ("frames", "wall_seconds", "mean_return", "std_return", "episodes")}
-                  for e in evals],
+        "evals": [{**{k: e[k] for k in ("frames", "wall_seconds", "mean_return", "std_return", "episodes")},
+                   "final": bool(e.get("final"))} for e in evals],
     }

@@ -20,7 +20,7 @@ from hogwild_dqn.envs import env_spec
 from hogwild_dqn.evaluator import snapshot
 from hogwild_dqn.processes import Processes, stop_resource_tracker, watch
 from hogwild_dqn.replay import check_memory
-from hogwild_dqn.rundir import Run, make_summary, no_prior, prepare_run_dir
+from hogwild_dqn.rundir import Run, final_line, make_summary, no_prior, prepare_run_dir
 from hogwild_dqn.shared import all_finite, new_shared_state
 
 
@@ -58,18 +58,19 @@ def run(cfg: Config, resume: str | None = None) -> int:
     else:
         atomic_save(snapshot(shared, frames, best, run), run_dir / "checkpoint.pt")
     summary = make_summary(run, reason, frames, evals)
+    final = summary["final_eval"]
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     writer.add_scalar(metrics.FPS, summary["frames_per_second"], frames)
     metrics.write_hparams(writer, {"game": cfg.game, "algo": cfg.algo, "threads": threads, "seed": cfg.seed,
                                    "lr": cfg.lr, "optimizer": cfg.optimizer, "frames": cfg.frames},
                           {"hparam/best_eval_return": best if evals else float("nan"),
-                           "hparam/final_eval_return": evals[-1]["mean_return"] if evals else float("nan"),
+                           "hparam/final_eval_return": final["mean_return"] if final else float("nan"),
                            "hparam/frames_per_second": summary["frames_per_second"]})
     writer.close()
     stop_resource_tracker()
     print(f"{reason}: {frames} frames in {summary['wall_seconds'] - prior['wall_seconds']:.0f}s "
-          f"({summary['frames_per_second']:.0f} frames/s), "
-          f"best eval {summary['best_eval_return']}, run dir {run_dir}")
+          f"({summary['frames_per_second']:.0f} frames/s), {final_line(final)}, "
+          f"best periodic eval {summary['best_eval_return']}, run dir {run_dir}")
     return status
 
 

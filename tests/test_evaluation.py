@@ -40,3 +40,25 @@ def test_recorder_keeps_best_pt_and_the_gif_only_at_a_new_best(tmp_path):
     assert [e.step for e in events.Scalars(metrics.EVAL_MEAN)] == [1000, 2000]
     image = events.Images(metrics.BEST_EPISODE)[0]
     assert (image.step, image.width, image.height) == (2000, 12, 8)
+
+
+def test_the_final_evaluation_is_the_score_not_a_best(tmp_path):
+    """The final evaluation (the last weights over many games) goes to eval/final_*, and never to best.pt, which
+    keeps the best periodic evaluation's weights; summary.json names it final_eval."""
+    from hogwild_dqn.rundir import best_periodic, final_eval, final_line
+
+    writer = metrics.make_writer(tmp_path, "evaluator")
+    rec = Recorder(tmp_path, writer, best=5.0)
+    final = {"mean_return": 9.0, "std_return": 2.0, "seconds": 3.0, "final": True, "frames": 3000,
+             "episodes": 30, "returns": [9.0] * 30}
+    rec.record(final, 3000, lambda best: {"best_eval_return": best})
+    assert rec.best == 5.0 and not (tmp_path / "best.pt").exists()
+    writer.close()
+    events = EventAccumulator(str(tmp_path))
+    events.Reload()
+    assert [(e.step, e.value) for e in events.Scalars(metrics.FINAL_MEAN)] == [(3000, 9.0)]
+    evals = [{"frames": 1000, "mean_return": 6.0}, {"frames": 2000, "mean_return": 7.0}, final]
+    assert best_periodic(5.0, evals) == 7.0
+    assert final_eval(evals) == {k: final[k] for k in ("frames", "mean_return", "std_return", "episodes", "returns")}
+    assert final_eval(evals[:2]) is None and final_line(None) == "no final evaluation"
+    assert final_line(final_eval(evals)) == "final eval 9 ± 2.0 over 30 games"

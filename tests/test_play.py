@@ -145,6 +145,10 @@ def test_deterministic_a3c_policy_takes_the_most_likely_action_or_the_mean():
     assert np.array_equal(Policy(gnet, gcfg, deterministic=True).act(np.zeros(3, np.float32)), mean)
 
 
-def test_load_policy_can_be_deterministic(trained):
+def test_load_policy_can_be_deterministic_and_take_the_last_weights(trained):
     policy = hogwild_dqn.load_policy(trained, deterministic=True)
     assert policy.deterministic and not hogwild_dqn.load_policy(trained).deterministic
+    last = hogwild_dqn.load_policy(trained, last=True)
+    assert last.source == trained / "checkpoint.pt" and last.frames == read_summary(trained)["frames"]
+    proc = _play(trained, "--episodes", "1", "--last", "--no-video")
+    assert proc.returncode == 0 and f"{trained / 'checkpoint.pt'}: a3c on CartPole-v1" in proc.stdout, proc.stderr

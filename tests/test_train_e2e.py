@@ -14,8 +14,8 @@ from tests.conftest import read_summary, run_cmd, run_train
 def test_pong_run_dir_contents(tmp_path):
     run = tmp_path / "pong"
     proc = run_train("--game", "Pong", "--algo", "a3c", "--threads", 2, "--frames", 6000, "--eval-every", 3000,
-                     "--envs-per-worker", 1, "--eval-episodes", 1, "--max-episode-frames", 2000, "--log-every", 10,
-                     "--run-dir", run, timeout=600)
+                     "--envs-per-worker", 1, "--eval-episodes", 1, "--final-eval-episodes", 3,
+                     "--max-episode-frames", 2000, "--log-every", 10, "--run-dir", run, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     # the default preset for ALE games, named in the run's first line with the values that decide learning
     assert proc.stdout.splitlines()[0] == ("configs/atari.yaml: a3c on Pong, 2 workers x 1 game, rmsprop lr 0.0007 "
@@ -28,9 +28,17 @@ def test_pong_run_dir_contents(tmp_path):
     assert s["frames"] >= 6000 and s["frames_per_second"] > 0 and s["evaluator_device"] == "cpu"
     assert len(s["evals"]) >= 2 and s["evals"][-1]["frames"] == s["frames"]
     for e in s["evals"]:
-        assert set(e) == {"frames", "wall_seconds", "mean_return", "std_return", "episodes"} and e["episodes"] == 1
-        assert -21 <= e["mean_return"] <= 21
-    assert math.isclose(s["best_eval_return"], max(e["mean_return"] for e in s["evals"]))
+        assert set(e) == {"frames", "wall_seconds", "mean_return", "std_return", "episodes", "final"}
+        assert e["episodes"] == (3 if e["final"] else 1) and -21 <= e["mean_return"] <= 21
+    # the run's score: its last weights over --final-eval-episodes whole games, once, at the end
+    assert [e["final"] for e in s["evals"]] == [False] * (len(s["evals"]) - 1) + [True]
+    final = s["final_eval"]
+    assert final["frames"] == s["frames"] and final["episodes"] == 3 and len(final["returns"]) == 3
+    assert math.isclose(final["mean_return"], sum(final["returns"]) / 3)
+    assert re.search(rf"final eval {final['mean_return']:g} ± {final['std_return']:.1f} over 3 games, best periodic "
+                     rf"eval {s['best_eval_return']}", proc.stdout), proc.stdout[-500:]
+    # best: the periodic evaluations' (best.pt's), never the final one
+    assert math.isclose(s["best_eval_return"], max(e["mean_return"] for e in s["evals"] if not e["final"]))
 
     ckpt = torch.load(run / "checkpoint.pt", weights_only=True)
     assert ckpt["frames"] == s["frames"] and ckpt["game"] == "Pong" and ckpt["algo"] == "a3c"
@@ -39,7 +47,7 @@ def test_pong_run_dir_contents(tmp_path):
     events.Reload()
     tags = set(events.Tags()["scalars"])
     for tag in ("eval/mean_return", "charts/learning_rate", "losses/entropy/w0", "losses/policy_loss/w1",
-                "perf/frames_per_second", "hparam/best_eval_return"):
+                "perf/frames_per_second", "hparam/best_eval_return", "eval/final_mean_return"):
         assert tag in tags, (tag, sorted(tags))
     # whole games of 2000 frames: at least one worker finished one (a busy machine may starve the other)
     assert {"charts/episodic_return/w0", "charts/episodic_return/w1"} & tags, sorted(tags)
