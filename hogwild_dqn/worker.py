@@ -126,11 +126,14 @@ def run_worker(rank: int, restart: int, run: Run, shared: SharedState) -> None:
     local = network_for(cfg, spec)
     states = GameStates(local, E) if is_recurrent(local) else None
 
-    def act(rows, obs: torch.Tensor) -> np.ndarray:
-        """The actions of games `rows` (an LSTM steps their states too), with this segment's epsilons."""
+    def act(rows: np.ndarray, t: int) -> None:
+        """Choose the actions of games `rows` in their states s_t (an LSTM steps their states too), with this
+        segment's epsilons; every game's rows are a view, a subset a copy."""
+        obs = obs_buf[:, t] if len(rows) == E else obs_buf[rows, t]
         if states is not None:
-            return states.act(local, rows, obs, rng)
-        return act_many(local, obs, eps[rows], actor_critic, rng)
+            act_np[rows, t] = states.act(local, rows, obs, rng)
+        else:
+            act_np[rows, t] = act_many(local, obs, eps[rows], actor_critic, rng)
 
     params, shared_params = list(local.parameters()), list(shared.model.parameters())
     shared_norm = obs_norm(shared.model)  # --obs-normalize: every worker's observations make its statistics
@@ -156,25 +159,24 @@ def run_worker(rank: int, restart: int, run: Run, shared: SharedState) -> None:
                 rollout = rollout._replace(state0=states.start())
             fresh = np.flatnonzero(~carry)
             if len(fresh):
-                act_np[fresh, 0] = act(fresh, obs_buf[:, 0] if len(fresh) == E else obs_buf[fresh, 0])
+                act(fresh, 0)
 
             # --- act: up to t_max steps in every game; a game whose episode ends sits out the rest of the segment
-            n, life_lost = np.full(E, T), np.zeros(E, bool)
-            live = list(range(E))
+            n, ended, life_lost = np.full(E, T), np.zeros(E, bool), np.zeros(E, bool)
+            live = all_games
             for t in range(T):
                 chosen = act_np[:, t] if spec.continuous else act_np[:, t].tolist()
                 for k in live:
                     obs, r, term, trunc, info = envs[k].step(chosen[k].copy() if spec.continuous else chosen[k])
                     obs_np[k, t + 1], rew_np[k, t], term_np[k, t], trunc_np[k, t] = obs, r, term, trunc
                     if term or trunc:
-                        n[k], life_lost[k] = t + 1, bool(info.get("life_lost"))
+                        n[k], ended[k], life_lost[k] = t + 1, True, bool(info.get("life_lost"))
                     if "episode" in info:
                         metrics.log_episode(writer, rank, info["episode"], frames, spec.frames_per_step)
-                live = [k for k in live if n[k] == T] if n.min() <= t + 1 else live
-                if t + 1 < T and live:  # the action in the segment's last state is chosen after the next sync
-                    rows = all_games if len(live) == E else live
-                    act_np[rows, t + 1] = act(rows, obs_buf[:, t + 1] if len(live) == E else obs_buf[live, t + 1])
-            ended = (n < T) | term_np[:, T - 1] | trunc_np[:, T - 1]
+                if ended.any():
+                    live = np.flatnonzero(~ended)
+                if t + 1 < T and len(live):  # the action in the segment's last state is chosen after the next sync
+                    act(live, t + 1)
             if algo.next_action:  # a' in each last next state, chosen before the update
                 act_np[all_games, n] = act_many(local, obs_buf[all_games, n], eps, actor_critic, rng)
             carry = ~ended if algo.next_action else carry
