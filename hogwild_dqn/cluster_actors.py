@@ -34,14 +34,20 @@ def _flat(params: list[torch.Tensor]) -> torch.Tensor:
     return torch.cat([p.detach().reshape(-1) for p in params])
 
 
+def _pieces(params: list[torch.Tensor], flat) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Each parameter beside its part of a flat vector (in _flat's order), shaped like it."""
+    flat, out, i = torch.as_tensor(flat), [], 0
+    for p in params:
+        out.append((p, flat[i:i + p.numel()].view(p.shape)))
+        i += p.numel()
+    return out
+
+
 @torch.no_grad()
 def _assign(params: list[torch.Tensor], flat) -> None:
     """Copy a flat vector into parameters in place (they may live in shared memory: never rebind .data)."""
-    flat = torch.as_tensor(flat)
-    i = 0
-    for p in params:
-        p.copy_(flat[i:i + p.numel()].view_as(p))
-        i += p.numel()
+    for p, piece in _pieces(params, flat):
+        p.copy_(piece)
 
 
 @torch.no_grad()
@@ -51,11 +57,8 @@ def rebase(params: list[torch.Tensor], sent: torch.Tensor, glob: torch.Tensor) -
     An addition, not a copy of `glob` plus a delta read a moment earlier: the updates that this machine's
     workers pushed during the round trip, and any they push while this runs, stay in (an element touched by
     both at the same instant is the race Hogwild accepts everywhere, not a window of milliseconds)."""
-    shift = glob - sent
-    i = 0
-    for p in params:
-        p.add_(shift[i:i + p.numel()].view(p.shape))
-        i += p.numel()
+    for p, piece in _pieces(params, glob - sent):
+        p.add_(piece)
 
 
 class ParameterHolder:
