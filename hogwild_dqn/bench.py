@@ -111,6 +111,13 @@ def point_overrides(label: str) -> dict:
     return {"eps_anneal_frames": 0} if label.endswith(FINAL_EPS) else {}
 
 
+def bench_config(game: str, algo: str, envs: int, overrides: dict) -> Config:
+    """The config of one point measured in this tree (DRIVER builds the same from a baseline tree's own
+    point_config, which is why it does not call this)."""
+    base = Config(game=game, frames=10**12, progress=False, video_steps=0)
+    return Config(**{**point_config(base, algo, envs).to_dict(), **overrides})
+
+
 # Run in a fresh interpreter inside a tree (the working tree's or the baseline's): that tree's own bench
 # functions measure that tree's workers. Only point_config and workers_fps are used, whose signatures every
 # commit since the benchmark's first keeps.
@@ -224,8 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.profile is not None:
         if args.profile < 1:
             p.error("--profile must be a positive number of frames")
-        base = Config(game=args.game, frames=10**12, progress=False, video_steps=0)
-        text = profile_worker(point_config(base, args.algos[0], args.envs[0]), args.profile)
+        text = profile_worker(bench_config(args.game, args.algos[0], args.envs[0], {}), args.profile)
         out = Path(args.out or f"runs/bench-{datetime.now():%Y%m%d-%H%M%S}")
         out.mkdir(parents=True, exist_ok=True)
         (out / "profile.txt").write_text(text)
@@ -262,8 +268,8 @@ def measure(args, baseline_dir: Path | None, baseline: str | None) -> int:
             sides = ["new"] if baseline_dir is None else (["baseline", "new"] if rep % 2 == 0 else ["new", "baseline"])
             for side in sides:
                 if baseline_dir is None:
-                    cfg = Config(**{**point_config(base, algo, e).to_dict(), **point["overrides"]})
-                    fps, ups = workers_fps(cfg, n, args.warmup, args.seconds)
+                    fps, ups = workers_fps(bench_config(args.game, algo, e, point["overrides"]), n, args.warmup,
+                                           args.seconds)
                 else:
                     fps, ups = point_in_tree(baseline_dir if side == "baseline" else here, point)
                 samples[(label, algo, e, n)][side].append((fps, ups))
