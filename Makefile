@@ -23,6 +23,9 @@ CLUSTER ?=
 RUN     ?=
 EPISODES ?= 10
 ROWS    ?=
+GAMES   ?=
+SEEDS_LIST ?=
+BENCHMARK_ARGS ?=
 
 opt = $(if $(strip $(2)),$(1) $(2))
 TRAIN_ARGS = $(call opt,--game,$(GAME)) $(call opt,--algo,$(ALGO)) $(call opt,--threads,$(THREADS)) \
@@ -30,7 +33,7 @@ TRAIN_ARGS = $(call opt,--game,$(GAME)) $(call opt,--algo,$(ALGO)) $(call opt,--
              $(call opt,--config,$(CONFIG)) $(call opt,--logdir,$(LOGDIR)) $(call opt,--resume,$(RESUME)) \
              $(call opt,--cluster,$(CLUSTER)) $(ARGS)
 
-.PHONY: install install-cluster install-baselines install-mujoco train test soak sweep report bench play baseline-sb3 evidence ablation clean-venv
+.PHONY: install install-cluster install-baselines install-mujoco install-benchmark benchmark train test soak sweep report bench play baseline-sb3 evidence ablation clean-venv
 
 install: $(STAMP)
 
@@ -57,6 +60,14 @@ install-mujoco: $(MUJOCO_STAMP)
 $(MUJOCO_STAMP): requirements-mujoco.txt $(STAMP)
 	$(PY) -m pip install --quiet -r requirements-mujoco.txt
 	touch $(MUJOCO_STAMP)
+
+# rliable, for the benchmark suite's report (IQM with bootstrap intervals); nothing else needs it.
+BENCHMARK_STAMP := $(VENV)/.installed-benchmark
+install-benchmark: $(BENCHMARK_STAMP)
+
+$(BENCHMARK_STAMP): requirements-benchmark.txt $(STAMP)
+	$(PY) -m pip install --quiet -r requirements-benchmark.txt
+	touch $(BENCHMARK_STAMP)
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -100,6 +111,13 @@ baseline-sb3: $(BASELINES_STAMP)
 # The README's results table: every run of it (or ROWS="name ..."), one after another, skipping finished ones (hours).
 evidence: $(STAMP)
 	EVIDENCE_DIR=$(or $(LOGDIR),runs/evidence) scripts/evidence.sh $(ROWS)
+
+# The benchmark suite: GAMES x SEEDS (default: six games, seeds 1-3, A3C, 10M frames each; hours), one run after
+# another into LOGDIR (runs/benchmark), resumable, then results.md with the IQM over games (docs/results.md).
+benchmark: $(BENCHMARK_STAMP)
+	$(PY) -m hogwild_dqn.benchmark $(call opt,--logdir,$(LOGDIR)) $(call opt,--games,$(GAMES)) \
+	  $(call opt,--seeds,$(SEEDS_LIST)) $(call opt,--frames,$(FRAMES)) $(call opt,--algo,$(ALGO)) \
+	  $(call opt,--threads,$(THREADS)) $(BENCHMARK_ARGS)
 
 # DQN's replay memory x target network, on and off, on CartPole with 5 seeds: table and plot (README "DQN ablation").
 ablation: $(STAMP)

@@ -1,0 +1,331 @@
+"""The benchmark suite: games x seeds of one algorithm, run one after another into one log root, then its report.
+
+    python -m hogwild_dqn.benchmark [--games Pong Breakout ...] [--seeds 1 2 3] [--frames 10000000]
+        [--algo a3c] [--threads 2] [--logdir runs/benchmark] [--report-only] [-- train.py flags]
+    (or: make benchmark)
+
+Each run goes to <logdir>/<game>-<algo>-s<seed> (console output in <run>.log beside it, starts and ends in
+chain.log). A finished run is kept and not run again; a cut one is resumed from its checkpoint, so the suite can
+be stopped with Ctrl-C and started again. The report (results.md, results.csv, profile.png in --out) gives per
+game the mean ± std over seeds of the final score (the last weights over --final-eval-episodes games) and its
+human-normalized score, and over games the interquartile mean (IQM) of human-normalized scores with a 95%
+stratified-bootstrap confidence interval and a performance profile, computed with rliable (Agarwal et al.
+2021; `make install-benchmark`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+GAMES = ("Pong", "Breakout", "SpaceInvaders", "BeamRider", "Qbert", "Seaquest")
+# (random, human) scores with no-op starts, from DeepMind's dqn_zoo (dqn_zoo/atari_data.py), the table most
+# papers since 2015 normalize with; the A3C paper used its own human-starts table.
+HUMAN_REFERENCE = {"Pong": (-20.7, 14.6), "Breakout": (1.7, 30.5), "SpaceInvaders": (148.0, 1668.7),
+                   "BeamRider": (363.9, 16926.5), "Qbert": (163.9, 13455.0), "Seaquest": (68.4, 42054.7),
+                   "Enduro": (0.0, 860.5), "MsPacman": (307.3, 6951.6), "Asterix": (210.0, 8503.3)}
+DONE = ("finished", "solved")  # summary.json statuses of a run that needs nothing more
+
+
+class BenchmarkError(ValueError):
+    """Bad input or a missing optional package; printed as one line, exit 2."""
+
+
+@dataclass
+class Score:
+    """One run's result as the report reads it from its summary.json."""
+    game: str
+    seed: int
+    status: str
+    frames: int
+    wall_minutes: float
+    final_mean: float | None
+    final_std: float | None
+    episodes: int
+    best_periodic: float | None
+
+    reference: tuple[float, float] | None  # (random, human) scores of the game, if known
+
+    @property
+    def normalized(self) -> float | None:
+        if self.reference is None or self.final_mean is None:
+            return None
+        return (self.final_mean - self.reference[0]) / (self.reference[1] - self.reference[0])
+
+
+def run_name(game: str, algo: str, seed: int) -> str:
+    return f"{game.replace('/', '_')}-{algo}-s{seed}"
+
+
+def read_summary(run: Path) -> dict | None:
+    try:
+        return json.loads((run / "summary.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def is_done(run: Path) -> bool:
+    summary = read_summary(run)
+    return summary is not None and summary["status"].startswith(DONE)
+
+
+def train_command(args: argparse.Namespace, game: str, seed: int, run: Path) -> list[str]:
+    """The train.py command of one run: a new one, or the resumption of a cut one (same flags, from its
+    config.yaml)."""
+    train = [sys.executable, str(ROOT / "train.py")]
+    if (run / "checkpoint.pt").is_file():
+        return [*train, "--resume", str(run), "--no-progress"]
+    return [*train, "--game", game, "--algo", args.algo, "--threads", str(args.threads), "--frames",
+            str(args.frames), "--seed", str(seed), "--run-dir", str(run), "--no-progress", *args.train_args]
+
+
+def commit() -> str:
+    """The code a run is made of: the checkout's commit, marked when files differ from it."""
+    def git(*a: str) -> str:
+        out = subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True, check=False)
+        return out.stdout.strip() if out.returncode == 0 else ""
+    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    return head + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                   if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return f"{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}"
+
+
+def say(chain: Path, text: str) -> None:
+    """A line on the console and in chain.log, stamped with the UTC time."""
+    line = f"== {datetime.now(UTC).strftime('%Y-%m-%dT%H:%M:%SZ')} {text}"
+    print(line, flush=True)
+    with chain.open("a") as f:
+        f.write(line + "\n")
+
+
+def run_suite(args: argparse.Namespace) -> list[str]:
+    """Every game x seed one after another, skipping done runs; return the names of runs that failed."""
+    args.logdir.mkdir(parents=True, exist_ok=True)
+    chain, failed = args.logdir / "chain.log", []
+    for game in args.games:
+        for seed in args.seeds:
+            name = run_name(game, args.algo, seed)
+            run = args.logdir / name
+            if is_done(run):
+                continue
+            if run.exists() and not (run / "checkpoint.pt").is_file():  # cut before its first checkpoint
+                run.rename(run.with_name(f"{name}.cut-{int(time.time())}"))
+            cmd = train_command(args, game, seed, run)
+            say(chain, f"start {name} (commit {commit()}, {machine()}): {' '.join(cmd[1:])}")
+            with (args.logdir / f"{name}.log").open("a") as log:
+                rc = subprocess.run(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
+            say(chain, f"end {name} rc={rc}")
+            if rc in (130, 143):  # the run was stopped (Ctrl-C, SIGTERM): so is the suite
+                raise KeyboardInterrupt
+            if rc == 2:  # train.py refused its command line: every other run would too
+                said = (args.logdir / f"{name}.log").read_text().strip().splitlines()
+                raise BenchmarkError(f"train.py refused the run {name}: {said[-1] if said else 'no output'}")
+            if rc != 0:
+                failed.append(name)
+    return failed
+
+
+def read_scores(args: argparse.Namespace) -> list[Score]:
+    scores = []
+    for game in args.games:
+        for seed in args.seeds:
+            s = read_summary(args.logdir / run_name(game, args.algo, seed))
+            if s is None:
+                continue
+            final = s.get("final_eval") or {}
+            scores.append(Score(game, seed, s["status"], s["frames"], s["wall_seconds"] / 60,
+                                final.get("mean_return"), final.get("std_return"), final.get("episodes", 0),
+                                s.get("best_eval_return"), args.reference.get(game)))
+    return scores
+
+
+def _mean_std(values: list[float]) -> tuple[float, float]:
+    return statistics.mean(values), statistics.stdev(values) if len(values) > 1 else 0.0
+
+
+def rliable():
+    """rliable's library and metrics modules (an optional package: requirements-benchmark.txt)."""
+    try:
+        from rliable import library, metrics
+    except ImportError as e:
+        raise BenchmarkError(f"the report needs rliable ({e.name} is missing): make install-benchmark, or "
+                             "pip install -r requirements-benchmark.txt") from None
+    return library, metrics
+
+
+def aggregate(scores: list[Score], seeds: list[int], reps: int) -> dict | None:
+    """IQM of human-normalized final scores over the games that have every seed scored and a human reference,
+    with its 95% stratified-bootstrap interval and the performance profile (rliable)."""
+    import numpy as np
+
+    rly, metrics = rliable()
+    games = sorted({s.game for s in scores})
+    complete = [g for g in games if sum(1 for s in scores if s.game == g and s.normalized is not None) == len(seeds)]
+    if not complete:
+        return None
+    matrix = np.array([[next(s.normalized for s in scores if s.game == g and s.seed == seed) for g in complete]
+                       for seed in seeds])  # (runs, games), as rliable expects
+    point, interval = rly.get_interval_estimates({"run": matrix}, lambda x: np.array([metrics.aggregate_iqm(x)]),
+                                                 reps=reps)
+    taus = np.linspace(0.0, max(2.0, float(matrix.max()) * 1.05), 101)
+    profile, profile_ci = rly.create_performance_profile({"run": matrix}, taus)
+    return {"games": complete, "iqm": float(point["run"][0]), "low": float(interval["run"][0][0]),
+            "high": float(interval["run"][1][0]), "median": float(np.median(matrix)), "mean": float(matrix.mean()),
+            "taus": taus, "profile": profile["run"], "profile_ci": profile_ci["run"]}
+
+
+def plot_profile(agg: dict, label: str, out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, no display
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.plot(agg["taus"], agg["profile"], label=label)
+    ax.fill_between(agg["taus"], agg["profile_ci"][0], agg["profile_ci"][1], alpha=0.25)
+    ax.set_xlabel("human-normalized score τ")
+    ax.set_ylabel("fraction of runs with score > τ")
+    ax.set_title(f"performance profile over {len(agg['games'])} games (95% CI)")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+
+
+def fmt(v: float | None, spec: str = ".1f") -> str:
+    return "—" if v is None else format(v, spec)
+
+
+def write_report(args: argparse.Namespace) -> Path:
+    """results.md, results.csv and profile.png in --out; return results.md's path."""
+    scores = read_scores(args)
+    if not scores:
+        raise BenchmarkError(f"no finished or cut runs of this suite under {args.logdir}")
+    out = args.out or args.logdir
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "results.csv").open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["game", "algo", "seed", "status", "frames", "wall_minutes", "final_mean", "final_std",
+                    "final_episodes", "human_normalized", "best_periodic_eval"])
+        for s in scores:
+            w.writerow([s.game, args.algo, s.seed, s.status, s.frames, f"{s.wall_minutes:.1f}", s.final_mean,
+                        s.final_std, s.episodes, fmt(s.normalized, ".4f"), s.best_periodic])
+    agg = aggregate(scores, args.seeds, args.reps)
+    lines = [f"# Benchmark: {args.algo}, {args.threads} workers, {args.frames:,} frames, seeds "
+             f"{' '.join(map(str, args.seeds))}", "",
+             f"Runs under `{args.logdir}`; the code and machine of each run are in its `chain.log`. The score of a run "
+             f"is its last weights over {max((s.episodes for s in scores), default=0)} games (`final_eval` in its "
+             "summary.json), human-normalized as (score − random) / (human − random) with the random and human "
+             "scores " + ", ".join(f"{g} {args.reference[g][0]:g} / {args.reference[g][1]:g}" for g in args.games
+                                  if g in args.reference) + " (no-op starts, DeepMind's dqn_zoo `atari_data.py`, "
+             "unless given with --reference).", "",
+             "| game | runs scored | final score (mean ± std over seeds) | human-normalized (mean) | each seed's "
+             "final score | best periodic evaluation, mean over seeds (a curve point, not the score) | wall minutes "
+             "(mean) |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for game in args.games:
+        runs = [s for s in scores if s.game == game]
+        scored = [s for s in runs if s.final_mean is not None]
+        if not runs:
+            lines.append(f"| {game} | 0/{len(args.seeds)} | not run yet | | | | |")
+            continue
+        mean, std = _mean_std([s.final_mean for s in scored]) if scored else (None, None)
+        norm = [s.normalized for s in scored if s.normalized is not None]
+        best = [s.best_periodic for s in runs if s.best_periodic is not None]
+        each = ", ".join(f"s{s.seed} {fmt(s.final_mean)}" + ("" if s.status.startswith(DONE) else f" ({s.status})")
+                         for s in runs)
+        lines.append(f"| {game} | {len(scored)}/{len(args.seeds)} | {fmt(mean)} ± {fmt(std)} | "
+                     f"{fmt(statistics.mean(norm) if norm else None, '.3f')} | {each} | "
+                     f"{fmt(statistics.mean(best) if best else None)} | "
+                     f"{statistics.mean(s.wall_minutes for s in runs):.1f} |")
+    lines.append("")
+    if agg is None:
+        lines.append("IQM: no game has all its seeds scored yet.")
+    else:
+        missing = [g for g in args.games if g not in agg["games"]]
+        lines += [f"**IQM of human-normalized final scores: {agg['iqm']:.3f} (95% stratified-bootstrap CI "
+                  f"{agg['low']:.3f} to {agg['high']:.3f}, {args.reps:,} resamples)** over "
+                  f"{len(agg['games'])} games × {len(args.seeds)} seeds; median {agg['median']:.3f}, mean "
+                  f"{agg['mean']:.3f}." + (f" Not yet in it: {', '.join(missing)}." if missing else ""), "",
+                  "![performance profile](profile.png)"]
+        plot_profile(agg, f"{args.algo}, {args.threads} workers, {args.frames / 1e6:g}M frames", out / "profile.png")
+    (out / "results.md").write_text("\n".join(lines) + "\n")
+    return out / "results.md"
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    train_args = argv[argv.index("--") + 1:] if "--" in argv else []
+    argv = argv[:argv.index("--")] if "--" in argv else argv
+    p = argparse.ArgumentParser(prog="python -m hogwild_dqn.benchmark", description=__doc__.splitlines()[0])
+    p.add_argument("--games", nargs="+", default=list(GAMES))
+    p.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
+    p.add_argument("--frames", type=int, default=10_000_000, help="frames of every run")
+    p.add_argument("--algo", default="a3c")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--logdir", type=Path, default=Path("runs/benchmark"))
+    p.add_argument("--out", type=Path, default=None, help="where the report goes (default: --logdir)")
+    p.add_argument("--reps", type=int, default=50_000, help="bootstrap resamples of the IQM's interval")
+    p.add_argument("--reference", action="append", default=[], metavar="GAME=RANDOM,HUMAN", dest="references",
+                   help="random and human scores of a game the built-in table lacks (repeatable)")
+    p.add_argument("--report-only", action="store_true", help="write the report of the runs there are; run none")
+    args = p.parse_args(argv)
+    args.train_args = train_args
+    args.reference = dict(HUMAN_REFERENCE)
+    for given in args.references:
+        game, _, pair = given.partition("=")
+        try:
+            random_score, human = (float(v) for v in pair.split(","))
+        except ValueError:
+            p.error(f"--reference {given!r}: expected GAME=RANDOM,HUMAN, e.g. Pong=-20.7,14.6")
+        if human == random_score:
+            p.error(f"--reference {given!r}: the human and random scores must differ")
+        args.reference[game] = (random_score, human)
+    if min(args.frames, args.threads, args.reps) < 1 or len(set(args.seeds)) != len(args.seeds):
+        p.error("--frames, --threads and --reps must be positive and --seeds distinct")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    try:
+        rliable()  # before hours of runs, not after
+        failed = [] if args.report_only else run_suite(args)
+        out = write_report(args)
+    except KeyboardInterrupt:
+        print("benchmark: stopped; run the same command again to resume", file=sys.stderr)
+        return 130
+    except BenchmarkError as e:
+        print(f"benchmark: error: {e}", file=sys.stderr)
+        return 2
+    print(out.read_text())
+    print(f"wrote {out}, {out.with_name('results.csv')}")
+    if failed:
+        print(f"benchmark: error: runs failed: {', '.join(failed)} (their output: <logdir>/<run>.log)",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
