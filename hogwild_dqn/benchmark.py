@@ -20,6 +20,7 @@ import csv
 import json
 import os
 import platform
+import signal
 import statistics
 import subprocess
 import sys
@@ -27,6 +28,8 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+
+from hogwild_dqn.config import ConfigError, Parser
 
 ROOT = Path(__file__).resolve().parent.parent
 GAMES = ("Pong", "Breakout", "SpaceInvaders", "BeamRider", "Qbert", "Seaquest")
@@ -38,8 +41,8 @@ HUMAN_REFERENCE = {"Pong": (-20.7, 14.6), "Breakout": (1.7, 30.5), "SpaceInvader
 DONE = ("finished", "solved")  # summary.json statuses of a run that needs nothing more
 
 
-class BenchmarkError(ValueError):
-    """Bad input or a missing optional package; printed as one line, exit 2."""
+class BenchmarkError(ConfigError):
+    """A missing optional package, or a run that train.py refused; printed as one line, exit 2."""
 
 
 @dataclass
@@ -117,6 +120,21 @@ def say(chain: Path, text: str) -> None:
         f.write(line + "\n")
 
 
+def train(cmd: list[str], log: Path) -> int:
+    """Run one train.py to its end, its output appended to `log`. Ctrl-C and SIGTERM are handed to it once each
+    (it runs in a session of its own, so a terminal's Ctrl-C does not reach it twice) and it stops as a run
+    does: checkpoint, final evaluation, summary."""
+    with log.open("a") as out:
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    handlers = {sig: signal.signal(sig, lambda signum, frame: proc.send_signal(signum))
+                for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        return proc.wait()
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+
+
 def run_suite(args: argparse.Namespace) -> list[str]:
     """Every game x seed one after another, skipping done runs; return the names of runs that failed."""
     args.logdir.mkdir(parents=True, exist_ok=True)
@@ -131,8 +149,7 @@ def run_suite(args: argparse.Namespace) -> list[str]:
                 run.rename(run.with_name(f"{name}.cut-{int(time.time())}"))
             cmd = train_command(args, game, seed, run)
             say(chain, f"start {name} (commit {commit()}, {machine()}): {' '.join(cmd[1:])}")
-            with (args.logdir / f"{name}.log").open("a") as log:
-                rc = subprocess.run(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
+            rc = train(cmd, args.logdir / f"{name}.log")
             say(chain, f"end {name} rc={rc}")
             if rc in (130, 143):  # the run was stopped (Ctrl-C, SIGTERM): so is the suite
                 raise KeyboardInterrupt
@@ -277,7 +294,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     argv = list(sys.argv[1:] if argv is None else argv)
     train_args = argv[argv.index("--") + 1:] if "--" in argv else []
     argv = argv[:argv.index("--")] if "--" in argv else argv
-    p = argparse.ArgumentParser(prog="python -m hogwild_dqn.benchmark", description=__doc__.splitlines()[0])
+    p = Parser(prog="python -m hogwild_dqn.benchmark", description=__doc__.splitlines()[0])
     p.add_argument("--games", nargs="+", default=list(GAMES))
     p.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
     p.add_argument("--frames", type=int, default=10_000_000, help="frames of every run")
@@ -307,15 +324,15 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse(argv)
     try:
+        args = parse(argv)
         rliable()  # before hours of runs, not after
         failed = [] if args.report_only else run_suite(args)
         out = write_report(args)
     except KeyboardInterrupt:
         print("benchmark: stopped; run the same command again to resume", file=sys.stderr)
         return 130
-    except BenchmarkError as e:
+    except ConfigError as e:
         print(f"benchmark: error: {e}", file=sys.stderr)
         return 2
     print(out.read_text())

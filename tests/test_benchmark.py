@@ -1,0 +1,84 @@
+"""The benchmark suite over real runs: its report (final scores, human-normalized IQM with its interval), the
+skipping of done runs, the resumption of a stopped one, and bad input."""
+
+import csv
+import json
+import re
+import signal
+import sys
+import time
+
+import pytest
+from scipy.stats import trim_mean
+
+from tests.conftest import run_cmd, start
+
+SUITE = ["--games", "CartPole-v1", "--frames", "10000", "--reference", "CartPole-v1=22,500", "--reps", "2000"]
+TRAIN = ["--", "--eval-every", "5000", "--final-eval-episodes", "5"]
+
+
+def benchmark(*args, timeout=300):
+    return run_cmd([sys.executable, "-m", "hogwild_dqn.benchmark", *map(str, args)], timeout)
+
+
+def test_the_report_scores_each_run_by_its_final_evaluation_and_aggregates_with_the_iqm(tmp_path):
+    seeds = (1, 2, 3, 4)  # four runs: the IQM drops the lowest and the highest
+    done = benchmark(*SUITE, "--seeds", *seeds, "--logdir", tmp_path, *TRAIN)
+    assert done.returncode == 0, done.stderr
+    summaries = {s: json.loads((tmp_path / f"CartPole-v1-a3c-s{s}" / "summary.json").read_text()) for s in seeds}
+    finals = [summaries[s]["final_eval"]["mean_return"] for s in seeds]
+    assert all(summaries[s]["final_eval"]["episodes"] == 5 for s in seeds)
+
+    rows = list(csv.DictReader((tmp_path / "results.csv").open()))
+    assert [float(r["final_mean"]) for r in rows] == finals
+    normalized = [(f - 22) / (500 - 22) for f in finals]
+    assert [float(r["human_normalized"]) for r in rows] == pytest.approx(normalized, abs=1e-4)
+
+    report = (tmp_path / "results.md").read_text()
+    iqm, low, high = map(float, re.search(r"IQM of human-normalized final scores: ([-\d.]+) \(95% "
+                                          r"stratified-bootstrap CI ([-\d.]+) to ([-\d.]+)", report).groups())
+    assert iqm == pytest.approx(trim_mean(normalized, 0.25), abs=1e-3)
+    assert low <= iqm <= high and low >= min(normalized) - 1e-3 and high <= max(normalized) + 1e-3
+    assert (tmp_path / "profile.png").stat().st_size > 0
+    starts = (tmp_path / "chain.log").read_text().count(" start ")
+
+    again = benchmark(*SUITE, "--seeds", *seeds, "--logdir", tmp_path, *TRAIN)  # every run is done: none runs
+    assert again.returncode == 0 and (tmp_path / "chain.log").read_text().count(" start ") == starts == 4
+
+
+def test_a_stopped_suite_resumes_its_cut_run_from_the_checkpoint(tmp_path):
+    run = tmp_path / "CartPole-v1-a3c-s1"
+    proc = start([sys.executable, "-m", "hogwild_dqn.benchmark", *SUITE, "--frames", "60000", "--seeds", "1",
+                  "--logdir", tmp_path, *TRAIN])
+    deadline = time.time() + 120
+    while not list(run.glob("events.out.tfevents.*.worker1")) and time.time() < deadline:
+        time.sleep(0.3)
+    time.sleep(2)
+    proc.send_signal(signal.SIGINT)  # as Ctrl-C: the suite hands it to the run, which stops as runs do
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "run the same command again to resume" in err
+    cut = json.loads((run / "summary.json").read_text())
+    assert cut["status"] == "interrupted (SIGINT)" and 0 < cut["frames"] < 60_000
+
+    done = benchmark(*SUITE, "--frames", "60000", "--seeds", 1, "--logdir", tmp_path, *TRAIN)
+    assert done.returncode == 0, done.stderr
+    assert f"--resume {run}" in (tmp_path / "chain.log").read_text()
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["status"] == "finished" and summary["frames"] >= 60_000
+    assert summary["wall_seconds"] > cut["wall_seconds"] and summary["final_eval"]["episodes"] == 5
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--reference", "Pong=1"], "--reference 'Pong=1': expected GAME=RANDOM,HUMAN"),
+    (["--frames", "0"], "must be positive"),
+    (["--games", "CartPole-v1", "--", "--lr", "-1"], "train.py refused the run CartPole-v1-a3c-s1: train.py: error"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, args, said):
+    done = benchmark("--logdir", tmp_path, "--seeds", 1, *args)
+    assert done.returncode == 2 and said in done.stderr and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_the_report_of_a_suite_without_runs_says_so(tmp_path):
+    done = benchmark("--logdir", tmp_path, "--report-only")
+    assert done.returncode == 2 and "no finished or cut runs of this suite under" in done.stderr
