@@ -1,4 +1,4 @@
-# `make train` and `make test` set themselves up: .venv is (re)built whenever requirements.txt is newer.
+# `make train` and `make test` set themselves up: .venv is (re)built whenever requirements.txt or pyproject.toml is newer.
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -33,7 +33,7 @@ TRAIN_ARGS = $(call opt,--game,$(GAME)) $(call opt,--algo,$(ALGO)) $(call opt,--
              $(call opt,--config,$(CONFIG)) $(call opt,--logdir,$(LOGDIR)) $(call opt,--resume,$(RESUME)) \
              $(call opt,--cluster,$(CLUSTER)) $(ARGS)
 
-.PHONY: install install-cluster install-baselines install-mujoco install-benchmark benchmark train test soak sweep report bench play baseline-sb3 evidence ablation clean-venv
+.PHONY: check install-dev install install-cluster install-baselines install-mujoco install-benchmark benchmark train test soak sweep report bench play baseline-sb3 evidence ablation clean-venv
 
 install: $(STAMP)
 
@@ -69,17 +69,34 @@ $(BENCHMARK_STAMP): requirements-benchmark.txt $(STAMP)
 	$(PY) -m pip install --quiet -r requirements-benchmark.txt
 	touch $(BENCHMARK_STAMP)
 
-$(STAMP): requirements.txt
+# The checkout itself is installed too (editable: edits take effect at once), so .venv has the console commands.
+$(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet -r requirements.txt "setuptools>=68"
+	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
 train: $(STAMP) $(if $(strip $(CLUSTER)),$(CLUSTER_STAMP))
-	$(PY) train.py $(TRAIN_ARGS)
+	$(VENV)/bin/hogwild-train $(TRAIN_ARGS)
 
-test: $(STAMP) $(CLUSTER_STAMP) $(MUJOCO_STAMP)
+test: $(STAMP) $(CLUSTER_STAMP) $(MUJOCO_STAMP) $(BENCHMARK_STAMP)
 	$(PY) -m pytest -q tests
+
+# Fast feedback (under a minute): ruff, and the tests that train nothing (maths, config, envs, shared memory,
+# the worker's pieces inline, the package's layout).
+CHECK_TESTS := tests/test_algorithms.py tests/test_exploration.py tests/test_networks.py tests/test_envs.py \
+               tests/test_shared.py tests/test_layout.py tests/test_replay.py tests/test_cli.py tests/test_worker.py
+DEV_STAMP := $(VENV)/.installed-dev
+install-dev: $(DEV_STAMP)
+
+$(DEV_STAMP): requirements-dev.txt $(STAMP)
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $(DEV_STAMP)
+
+check: $(DEV_STAMP)
+	$(VENV)/bin/ruff check .
+	$(PY) -m pytest -q $(CHECK_TESTS)
 
 # The shell loop of a thread-count sweep: one run per (threads, seed), each in its own run dir under LOGDIR.
 SWEEP_ARGS = $(call opt,--game,$(GAME)) $(call opt,--algo,$(ALGO)) $(call opt,--frames,$(FRAMES)) \
@@ -87,16 +104,16 @@ SWEEP_ARGS = $(call opt,--game,$(GAME)) $(call opt,--algo,$(ALGO)) $(call opt,--
 sweep: $(STAMP)
 	@set -e; for t in $(or $(THREADS),1 2); do for s in $(SEEDS); do \
 	  echo "== sweep: threads $$t, seed $$s"; \
-	  $(PY) train.py $(SWEEP_ARGS) --threads $$t --seed $$s; \
+	  $(VENV)/bin/hogwild-train $(SWEEP_ARGS) --threads $$t --seed $$s; \
 	done; done
 
 # Curves, the speedup table and frames/s of every run under LOGDIR (default runs), written into LOGDIR.
 report: $(STAMP)
-	$(PY) -m hogwild_dqn.report --logdir $(or $(LOGDIR),runs) $(call opt,--score,$(SCORE))
+	$(PY) -m hogwild_dqn.tools.report --logdir $(or $(LOGDIR),runs) $(call opt,--score,$(SCORE))
 
 # Throughput: bare emulator and every algorithm (dqn too) at 1 and 2 workers, medians of 3 repeats.
 bench: $(STAMP)
-	$(PY) -m hogwild_dqn.bench $(BENCH_ARGS)
+	$(PY) -m hogwild_dqn.tools.bench $(BENCH_ARGS)
 
 # Watch a trained agent: EPISODES whole games from RUN's best.pt (else checkpoint.pt), scores and play.mp4.
 play: $(STAMP)
@@ -115,17 +132,17 @@ evidence: $(STAMP)
 # The benchmark suite: GAMES x SEEDS (default: six games, seeds 1-3, A3C, 10M frames each; hours), one run after
 # another into LOGDIR (runs/benchmark), resumable, then results.md with the IQM over games (docs/results.md).
 benchmark: $(BENCHMARK_STAMP)
-	$(PY) -m hogwild_dqn.benchmark $(call opt,--logdir,$(LOGDIR)) $(call opt,--games,$(GAMES)) \
+	$(PY) -m hogwild_dqn.tools.benchmark $(call opt,--logdir,$(LOGDIR)) $(call opt,--games,$(GAMES)) \
 	  $(call opt,--seeds,$(SEEDS_LIST)) $(call opt,--frames,$(FRAMES)) $(call opt,--algo,$(ALGO)) \
 	  $(call opt,--threads,$(THREADS)) $(BENCHMARK_ARGS)
 
 # DQN's replay memory x target network, on and off, on CartPole with 5 seeds: table and plot (README "DQN ablation").
 ablation: $(STAMP)
-	$(PY) -m hogwild_dqn.ablation $(call opt,--logdir,$(LOGDIR)) $(call opt,--frames,$(FRAMES)) $(ARGS)
+	$(PY) -m hogwild_dqn.tools.ablation $(call opt,--logdir,$(LOGDIR)) $(call opt,--frames,$(FRAMES)) $(ARGS)
 
 # Memory soak: a real Pong run for MINUTES; RSS of every process at minute 5 and at the end.
 soak: $(STAMP)
-	$(PY) -m hogwild_dqn.soak --minutes $(MINUTES) -- $(TRAIN_ARGS)
+	$(PY) -m hogwild_dqn.tools.soak --minutes $(MINUTES) -- $(TRAIN_ARGS)
 
 clean-venv:
 	rm -rf $(VENV)

@@ -1,26 +1,8 @@
-"""Entry point: parse the config, then run on this machine (runner) or on a Ray cluster (cluster).
-
-Bad input is one line on stderr and exit code 2."""
+"""`python train.py ...` from a checkout: the same command as `hogwild-train` (hogwild_dqn/train.py)."""
 
 import sys
 
-from hogwild_dqn.config import ConfigError, load, start_line
-
-
-def main(argv: list[str] | None = None) -> int:
-    try:
-        cfg, resume, source = load(argv)
-        print(start_line(cfg, source), flush=True)
-        # heavy imports only once the command line is good; Ray only for a cluster run
-        if cfg.cluster:
-            from hogwild_dqn.cluster import run_cluster as run
-        else:
-            from hogwild_dqn.runner import run
-        return run(cfg, resume)
-    except ConfigError as e:
-        print(f"train.py: error: {e}", file=sys.stderr)
-        return 2
-
+from hogwild_dqn.train import main
 
 if __name__ == "__main__":
     sys.exit(main())

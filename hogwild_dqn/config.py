@@ -8,13 +8,16 @@ import math
 import os
 import re
 from dataclasses import dataclass, field
+from importlib.resources import files
 from pathlib import Path
 
 import yaml
 
 from hogwild_dqn.algorithms import ALGORITHMS
 
-CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+# The presets: a checkout's configs/ (where users read and copy them); an installed package carries a copy.
+_PACKAGED = files("hogwild_dqn") / "configs"
+CONFIG_DIR = Path(str(_PACKAGED)) if _PACKAGED.is_dir() else Path(__file__).resolve().parent.parent / "configs"
 OPTIMIZERS = ("rmsprop", "adam")
 NETS = tuple(dict.fromkeys(n for a in ALGORITHMS.values() for n in a.networks))  # ff, lstm: the table's
 
@@ -280,8 +283,8 @@ class Parser(argparse.ArgumentParser):
         raise ConfigError(message)  # one line and exit 2, without argparse's usage dump
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = Parser(prog="train.py", description="Hogwild asynchronous deep RL (Mnih et al. 2016).",
+def build_parser(prog: str = "train.py") -> argparse.ArgumentParser:
+    p = Parser(prog=prog, description="Hogwild asynchronous deep RL (Mnih et al. 2016).",
                                 argument_default=argparse.SUPPRESS)
     p.add_argument("--config", help="YAML preset (default: configs/atari.yaml for ALE games (atari_lstm.yaml with "
                                     "--net lstm, dqn_atari.yaml with --algo dqn), configs/mujoco.yaml "
@@ -317,10 +320,10 @@ def _typed(t, optional: bool = False):
     return convert
 
 
-def load(argv: list[str] | None = None) -> tuple[Config, str | None, Path]:
+def load(argv: list[str] | None = None, prog: str = "train.py") -> tuple[Config, str | None, Path]:
     """Parse the command line into a validated Config; also return --resume's directory (or None) and the
     YAML file the values came from (the preset, or the resumed run's config.yaml)."""
-    parser = build_parser()
+    parser = build_parser(prog)
     args = vars(parser.parse_args(argv))
     resume = args.pop("resume", None)
     cfg = Config()

@@ -41,8 +41,9 @@ def kill_started() -> None:
 def run_cmd(cmd: list, timeout: float, **kwargs) -> subprocess.CompletedProcess:
     """Run a command from the repo root to its end and capture its output, as subprocess.run does, but tracked:
     however the test ends (a timeout, an assert), the command and every process it started are killed."""
-    proc = subprocess.Popen([str(c) for c in cmd], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, **kwargs)
+    kwargs.setdefault("cwd", ROOT)
+    proc = subprocess.Popen([str(c) for c in cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            **kwargs)
     _started.append(proc)
     out, err = proc.communicate(timeout=timeout)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)

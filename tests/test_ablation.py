@@ -1,7 +1,7 @@
 """make ablation's script on real (tiny) runs: the 2 x 2 settings, a table row each, the plot; finished runs
 are kept on a second call."""
 
-from hogwild_dqn.ablation import SETTINGS, main
+from hogwild_dqn.tools.ablation import SETTINGS, main
 
 
 def test_ablation_runs_the_four_settings_and_writes_table_and_plot(tmp_path, capsys):

@@ -2,7 +2,7 @@
 
 import json
 
-from hogwild_dqn.bench import main
+from hogwild_dqn.tools.bench import main
 
 
 def test_bench_writes_medians_for_every_point(tmp_path, capsys):

@@ -18,7 +18,7 @@ TRAIN = ["--", "--eval-every", "5000", "--final-eval-episodes", "5"]
 
 
 def benchmark(*args, timeout=300):
-    return run_cmd([sys.executable, "-m", "hogwild_dqn.benchmark", *map(str, args)], timeout)
+    return run_cmd([sys.executable, "-m", "hogwild_dqn.tools.benchmark", *map(str, args)], timeout)
 
 
 def test_the_report_scores_each_run_by_its_final_evaluation_and_aggregates_with_the_iqm(tmp_path):
@@ -48,7 +48,7 @@ def test_the_report_scores_each_run_by_its_final_evaluation_and_aggregates_with_
 
 def test_a_stopped_suite_resumes_its_cut_run_from_the_checkpoint(tmp_path):
     run = tmp_path / "CartPole-v1-a3c-s1"
-    proc = start([sys.executable, "-m", "hogwild_dqn.benchmark", *SUITE, "--frames", "60000", "--seeds", "1",
+    proc = start([sys.executable, "-m", "hogwild_dqn.tools.benchmark", *SUITE, "--frames", "60000", "--seeds", "1",
                   "--logdir", tmp_path, *TRAIN])
     deadline = time.time() + 120
     while not list(run.glob("events.out.tfevents.*.worker1")) and time.time() < deadline:

@@ -59,3 +59,11 @@ def test_no_import_circle():
 def test_the_circle_finder_finds_one():
     assert find_circle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_circle({"a": {"b"}, "b": set()}) is None
+
+
+def test_the_trainer_never_imports_the_tools():
+    graph = import_graph()
+    library = [m for m in graph if not m.startswith("hogwild_dqn.tools")]
+    assert "hogwild_dqn.tools.benchmark" in graph and "hogwild_dqn.train" in library
+    assert not {m: sorted(d for d in graph[m] if d.startswith("hogwild_dqn.tools"))
+                for m in library if any(d.startswith("hogwild_dqn.tools") for d in graph[m])}

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from hogwild_dqn.config import Config
-from hogwild_dqn.report import Run, main, read_runs, speedup_table, time_to_score
 from hogwild_dqn.rundir import new_run_dir
+from hogwild_dqn.tools.report import Run, main, read_runs, speedup_table, time_to_score
 from tests.conftest import run_train, spawned_children, start_train, wait_gone
 
 

@@ -9,7 +9,7 @@ from tests.conftest import run_cmd, run_train
 
 def test_soak_reports_every_process(tmp_path):
     run = tmp_path / "soak"
-    proc = run_cmd([sys.executable, "-m", "hogwild_dqn.soak", "--minutes", "0.35", "--from-minute", "0.2",
+    proc = run_cmd([sys.executable, "-m", "hogwild_dqn.tools.soak", "--minutes", "0.35", "--from-minute", "0.2",
                     "--interval", "1", "--max-growth", "50", "--run-dir", run, "--",
                     "--game", "CartPole-v1", "--threads", "2"], 300)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]

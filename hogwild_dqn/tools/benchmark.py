@@ -1,6 +1,6 @@
 """The benchmark suite: games x seeds of one algorithm, run one after another into one log root, then its report.
 
-    python -m hogwild_dqn.benchmark [--games Pong Breakout ...] [--seeds 1 2 3] [--frames 10000000]
+    python -m hogwild_dqn.tools.benchmark [--games Pong Breakout ...] [--seeds 1 2 3] [--frames 10000000]
         [--algo a3c] [--threads 2] [--logdir runs/benchmark] [--report-only] [-- train.py flags]
     (or: make benchmark)
 
@@ -29,9 +29,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from hogwild_dqn import __version__
 from hogwild_dqn.config import ConfigError, Parser
+from hogwild_dqn.tools import TRAIN
 
-ROOT = Path(__file__).resolve().parent.parent
 GAMES = ("Pong", "Breakout", "SpaceInvaders", "BeamRider", "Qbert", "Seaquest")
 # (random, human) scores with no-op starts, from DeepMind's dqn_zoo (dqn_zoo/atari_data.py), the table most
 # papers since 2015 normalize with; the A3C paper used its own human-starts table.
@@ -86,19 +87,18 @@ def is_done(run: Path) -> bool:
 def train_command(args: argparse.Namespace, game: str, seed: int, run: Path) -> list[str]:
     """The train.py command of one run: a new one, or the resumption of a cut one (same flags, from its
     config.yaml)."""
-    train = [sys.executable, str(ROOT / "train.py")]
     if (run / "checkpoint.pt").is_file():
-        return [*train, "--resume", str(run), "--no-progress"]
-    return [*train, "--game", game, "--algo", args.algo, "--threads", str(args.threads), "--frames",
+        return [*TRAIN, "--resume", str(run), "--no-progress"]
+    return [*TRAIN, "--game", game, "--algo", args.algo, "--threads", str(args.threads), "--frames",
             str(args.frames), "--seed", str(seed), "--run-dir", str(run), "--no-progress", *args.train_args]
 
 
 def commit() -> str:
     """The code a run is made of: the checkout's commit, marked when files differ from it."""
     def git(*a: str) -> str:
-        out = subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True, check=False)
+        out = subprocess.run(["git", *a], cwd=Path(__file__).parent, capture_output=True, text=True, check=False)
         return out.stdout.strip() if out.returncode == 0 else ""
-    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    head = git("rev-parse", "--short", "HEAD") or f"version {__version__}"  # installed, not a checkout
     return head + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
@@ -125,7 +125,7 @@ def train(cmd: list[str], log: Path) -> int:
     (it runs in a session of its own, so a terminal's Ctrl-C does not reach it twice) and it stops as a run
     does: checkpoint, final evaluation, summary."""
     with log.open("a") as out:
-        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     handlers = {sig: signal.signal(sig, lambda signum, frame: proc.send_signal(signum))
                 for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -294,7 +294,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     argv = list(sys.argv[1:] if argv is None else argv)
     train_args = argv[argv.index("--") + 1:] if "--" in argv else []
     argv = argv[:argv.index("--")] if "--" in argv else argv
-    p = Parser(prog="python -m hogwild_dqn.benchmark", description=__doc__.splitlines()[0])
+    p = Parser(prog="python -m hogwild_dqn.tools.benchmark", description=__doc__.splitlines()[0])
     p.add_argument("--games", nargs="+", default=list(GAMES))
     p.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
     p.add_argument("--frames", type=int, default=10_000_000, help="frames of every run")

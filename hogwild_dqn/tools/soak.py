@@ -1,6 +1,6 @@
 """Memory soak: run a real training and watch the resident memory of every one of its processes.
 
-    python -m hogwild_dqn.soak --minutes 30 --from-minute 5      (or: make soak)
+    python -m hogwild_dqn.tools.soak --minutes 30 --from-minute 5      (or: make soak)
 
 Prints each process's RSS at --from-minute and at the end, and its growth; exits 1 if any process grew by
 more than --max-growth percent. The samples are saved as soak.json in the run dir.
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import psutil
 
-ROOT = Path(__file__).resolve().parent.parent
+from hogwild_dqn.tools import TRAIN
 
 
 def roles(main: psutil.Process) -> dict[int, str]:
@@ -50,7 +50,7 @@ def rss_mib(pids: dict[int, str]) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m hogwild_dqn.soak", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m hogwild_dqn.tools.soak", description=__doc__.splitlines()[0])
     p.add_argument("--minutes", type=float, default=30.0, help="length of the run")
     p.add_argument("--from-minute", type=float, default=5.0, help="the reference sample (after warm-up)")
     p.add_argument("--interval", type=float, default=10.0, help="seconds between samples")
@@ -62,9 +62,9 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--from-minute must lie in [0, --minutes)")
     run_dir = Path(args.run_dir or f"runs/soak-{datetime.now():%Y%m%d-%H%M%S}")
     extra = [a for a in args.train_args if a != "--"]
-    cmd = [sys.executable, str(ROOT / "train.py"), "--no-progress", "--game", "Pong", "--frames", "1000000000000",
+    cmd = [*TRAIN, "--no-progress", "--game", "Pong", "--frames", "1000000000000",
            "--eval-every", "250000", "--run-dir", str(run_dir), *extra]
-    train = subprocess.Popen(cmd, cwd=ROOT)
+    train = subprocess.Popen(cmd)
     main_proc = psutil.Process(train.pid)
     start, samples, names, base = time.time(), [], {}, None
     try:

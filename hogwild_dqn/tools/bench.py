@@ -1,9 +1,9 @@
 """Throughput benchmark: the bare emulator and the trainer's workers, measured side by side in one run.
 
-    python -m hogwild_dqn.bench [--threads 1 2] [--algos q1 sarsa1 nq a3c dqn] [--envs 1 8] [--seconds 8]
+    python -m hogwild_dqn.tools.bench [--threads 1 2] [--algos q1 sarsa1 nq a3c dqn] [--envs 1 8] [--seconds 8]
                                 [--baseline REF]
     make bench [BENCH_ARGS="--baseline REF ..."]
-    python -m hogwild_dqn.bench --algos a3c --envs 8 --profile 60000    # where one worker's time goes
+    python -m hogwild_dqn.tools.bench --algos a3c --envs 8 --profile 60000    # where one worker's time goes
 
 Each point starts real worker processes over real shared memory (evaluator off), lets them warm up, counts
 the global frames and the updates pushed over --seconds, and stops them; points are interleaved across
@@ -124,7 +124,7 @@ def bench_config(game: str, algo: str, envs: int, overrides: dict) -> Config:
 DRIVER = """
 import json, sys
 import torch
-from hogwild_dqn.bench import point_config, workers_fps
+from hogwild_dqn.tools.bench import point_config, workers_fps
 from hogwild_dqn.config import Config
 a = json.loads(sys.argv[1])
 torch.set_num_threads(1)
@@ -209,7 +209,7 @@ def table(cores: int, emu: float, results: list[dict], frame_skip: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m hogwild_dqn.bench", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m hogwild_dqn.tools.bench", description=__doc__.splitlines()[0])
     p.add_argument("--game", default="Pong")
     p.add_argument("--algos", nargs="+", default=list(ALGORITHMS), choices=list(ALGORITHMS))
     p.add_argument("--threads", nargs="+", type=int, default=[1, 2], help="worker counts to measure")

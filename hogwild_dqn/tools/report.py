@@ -1,6 +1,6 @@
 """Sweep report: learning curves, the paper's speedup table (Table 2) and frames/s against thread count.
 
-    python -m hogwild_dqn.report --logdir runs [--score 18]      (or: make report LOGDIR=runs)
+    python -m hogwild_dqn.tools.report --logdir runs [--score 18]      (or: make report LOGDIR=runs)
 
 Reads every run dir under --logdir (summary.json, or the tensorboard event files of a run that has none
 yet) and writes report.md and PNG plots into --logdir. Unfinished runs are listed as such.
@@ -215,7 +215,7 @@ def write_report(logdir: Path, score: float | None) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m hogwild_dqn.report", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m hogwild_dqn.tools.report", description=__doc__.splitlines()[0])
     p.add_argument("--logdir", default="runs", help="log root holding the run dirs (default: runs)")
     p.add_argument("--score", type=float, default=None, help="reference score for the speedup table")
     args = p.parse_args(argv)

@@ -1,6 +1,6 @@
 """DQN's two additions to Q-learning, switched on and off: replay memory x target network, on CartPole.
 
-    python -m hogwild_dqn.ablation [--seeds 1 2 3 4 5] [--frames 80000] [--threads 2] [--logdir runs/ablation]
+    python -m hogwild_dqn.tools.ablation [--seeds 1 2 3 4 5] [--frames 80000] [--threads 2] [--logdir runs/ablation]
     (or: make ablation)
 
 Runs train.py (--algo dqn) for each of the 4 settings and each seed, one after another, into
@@ -21,10 +21,11 @@ from pathlib import Path
 
 import matplotlib
 
+from hogwild_dqn.tools import TRAIN
+
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
 SETTINGS = {  # name -> (run dir name, train.py flags)
     "replay + target (DQN)": ("replay-target", []),
     "replay, no target": ("replay-notarget", ["--no-target"]),
@@ -41,15 +42,15 @@ def run_all(args: argparse.Namespace) -> dict[str, list[dict]]:
         for seed in args.seeds:
             run = args.logdir / folder / f"s{seed}"
             if not finished(run):
-                cmd = [sys.executable, str(ROOT / "train.py"), "--game", args.game, "--algo", "dqn", "--threads",
+                cmd = [*TRAIN, "--game", args.game, "--algo", "dqn", "--threads",
                        str(args.threads), "--frames", str(args.frames), "--seed", str(seed), "--eval-every",
                        str(args.eval_every), "--run-dir", str(run), "--no-progress", *flags]
                 if (run / "checkpoint.pt").is_file():  # a run that was cut: continue it
-                    cmd = [sys.executable, str(ROOT / "train.py"), "--resume", str(run), "--no-progress"]
+                    cmd = [*TRAIN, "--resume", str(run), "--no-progress"]
                 elif run.exists():  # cut before its first checkpoint: kept aside, started again
                     run.rename(run.with_name(f"{run.name}.cut-{int(time.time())}"))
                 print(f"== {name}, seed {seed}: {' '.join(cmd[1:])}", flush=True)
-                if subprocess.run(cmd, cwd=ROOT, check=False).returncode != 0:
+                if subprocess.run(cmd, check=False).returncode != 0:
                     raise SystemExit(f"ablation: the run in {run} failed; see its output above")
             out[name].append(json.loads((run / "summary.json").read_text()))
     return out
@@ -99,7 +100,7 @@ def plot(results: dict[str, list[dict]], out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m hogwild_dqn.ablation", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m hogwild_dqn.tools.ablation", description=__doc__.splitlines()[0])
     p.add_argument("--game", default="CartPole-v1")
     p.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3, 4, 5])
     p.add_argument("--frames", type=int, default=80_000)

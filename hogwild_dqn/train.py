@@ -1,0 +1,27 @@
+"""The trainer's command (hogwild-train, train.py): parse the config, then run on this machine (runner) or on a
+Ray cluster (cluster). Bad input is one line on stderr and exit code 2."""
+
+import sys
+from pathlib import Path
+
+from hogwild_dqn.config import ConfigError, load, start_line
+
+
+def main(argv: list[str] | None = None) -> int:
+    prog = Path(sys.argv[0]).name or "train.py"  # train.py, or hogwild-train when installed
+    try:
+        cfg, resume, source = load(argv, prog)
+        print(start_line(cfg, source), flush=True)
+        # heavy imports only once the command line is good; Ray only for a cluster run
+        if cfg.cluster:
+            from hogwild_dqn.cluster import run_cluster as run
+        else:
+            from hogwild_dqn.runner import run
+        return run(cfg, resume)
+    except ConfigError as e:
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
