@@ -1,5 +1,6 @@
-"""How a worker picks actions, written once: sampling a policy (A3C) and epsilon-greedy on Q-values (the
-value-based methods), for a batch of rows with the worker's own numpy generator."""
+"""How actions are picked, written once for training, evaluation and load_policy: sampling a policy (A3C), its
+most likely action (deterministic evaluation), and epsilon-greedy on Q-values (the value-based methods), for a
+batch of rows with the caller's own numpy generator."""
 
 from __future__ import annotations
 
@@ -25,6 +26,13 @@ def sample(policy: torch.Tensor, rng: np.random.Generator) -> np.ndarray:
     return np.minimum((cdf <= u[:, None]).sum(1), cdf.shape[1] - 1)
 
 
+def most_likely(policy: torch.Tensor) -> np.ndarray:
+    """One action per row without drawing: the most likely index of softmax logits, or a Gaussian's mean."""
+    if (normal := gaussian(policy)) is not None:
+        return normal[0].numpy()
+    return policy.argmax(1).numpy()
+
+
 def act_many(net: torch.nn.Module, obs: torch.Tensor, eps, actor_critic: bool,
              rng: np.random.Generator) -> np.ndarray:
     """Sample from the policy (A3C) or act epsilon-greedily on Q (value-based methods; `eps` a number or one
@@ -38,5 +46,5 @@ def act_many(net: torch.nn.Module, obs: torch.Tensor, eps, actor_critic: bool,
     if not explore.all():  # no forward at all when every game explores this step
         greedy = np.flatnonzero(~explore)
         with torch.inference_mode():
-            out[greedy] = net(obs[greedy] if len(greedy) < rows else obs).argmax(1).numpy()
+            out[greedy] = net(obs[greedy] if len(greedy) < rows else obs).argmax(1).cpu().numpy()
     return out

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import numpy as np
 import torch
 
+from hogwild_dqn.acting import act_many, most_likely, sample
 from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.checkpoint import read_checkpoint
 from hogwild_dqn.config import FIELDS, Config, ConfigError, first_line
@@ -43,34 +44,24 @@ class Policy:
         self.state = tuple(t.to(self.device) for t in self.net.initial_state(1)) if self.recurrent else None
 
     def seed(self, seed: int) -> None:
-        """Seed the policy's own draws (exploration, sampling); the global torch RNG is left alone."""
+        """Seed the policy's own draws (exploration, sampling); the global RNGs are left alone."""
         self.rng = np.random.default_rng(seed)
-        self.generator = torch.Generator().manual_seed(seed)
 
     def act(self, observation):
         """The action for one observation, as the env returns it: an int, or for continuous actions a float
-        vector drawn from the Gaussian policy (unclipped: the env from make_env clips it to its bounds)."""
-        if not self.actor_critic and self.rng.random() < self.cfg.eval_epsilon:
-            return int(self.rng.integers(self.net.q.out_features))
+        vector drawn from the Gaussian policy (unclipped: the env from make_env clips it to its bounds). The
+        choice itself is acting.py's, as in training."""
+        obs = torch.as_tensor(np.asarray(observation), device=self.device).unsqueeze(0)
+        if not self.actor_critic:
+            return int(act_many(self.net, obs, self.cfg.eval_epsilon, False, self.rng)[0])
         with torch.inference_mode():
-            obs = torch.as_tensor(np.asarray(observation), device=self.device).unsqueeze(0)
             if self.recurrent:
                 *out, self.state = self.net(obs, self.state)
             else:
                 out = self.net(obs)
-        if self.actor_critic and (normal := gaussian(out[0].float().cpu())) is not None:
-            mean, var = normal[0][0], normal[1][0]
-            if not (torch.isfinite(mean).all() and torch.isfinite(var).all()):
-                raise ValueError("non-finite Gaussian policy while acting")  # as multinomial does for logits
-            if self.deterministic:
-                return mean.numpy()
-            return (mean + var.sqrt() * torch.randn(mean.shape, generator=self.generator)).numpy()
-        if self.actor_critic and self.deterministic:
-            return int(out[0][0].argmax())
-        if self.actor_critic:
-            probs = torch.softmax(out[0][0].float(), -1).cpu()
-            return int(torch.multinomial(probs, 1, generator=self.generator))
-        return int(out[0].argmax())
+        policy = out[0].float().cpu()
+        action = (most_likely(policy) if self.deterministic else sample(policy, self.rng))[0]
+        return action if gaussian(policy) is not None else int(action)
 
 
 def play_episode(policy: Policy, env, on_screen: Callable[[np.ndarray], None] | None = None) -> float:

@@ -3,33 +3,19 @@
 from __future__ import annotations
 
 import functools
-import math
-import os
 from typing import NamedTuple
 
 import numpy as np
 import torch
 
-from hogwild_dqn import metrics
 from hogwild_dqn.acting import act_many, sample
+from hogwild_dqn.actor_learner import ActorLearner
 from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.algorithms.returns import Segment
-from hogwild_dqn.envs import make_env
-from hogwild_dqn.exploration import draw_final_epsilon, epsilon, learning_rate, worker_streams
 from hogwild_dqn.networks import is_recurrent, network_for, obs_norm
 from hogwild_dqn.replay_worker import run_replay_worker
 from hogwild_dqn.rundir import Run
-from hogwild_dqn.shared import (
-    STOP,
-    NonFinite,
-    SharedState,
-    add_frames,
-    claim_exploration,
-    maybe_sync_target,
-    push_gradients,
-    run_child,
-    sync_local,
-)
+from hogwild_dqn.shared import SharedState, run_child, sync_local
 
 
 def worker_process(rank: int, restart: int, run: Run, shared: SharedState, report) -> None:
@@ -111,114 +97,100 @@ def segment_loss(local, target, loss_fn, rollout: Rollout, n) -> tuple[torch.Ten
     return loss_fn(out, target_q_next, seg)
 
 
-def run_worker(rank: int, restart: int, run: Run, shared: SharedState) -> None:
-    """The worker loop; runs inline too (tests, debuggers)."""
-    cfg, spec = run.cfg, run.spec
-    E, T = cfg.envs_per_worker, cfg.t_max
-    rng, seed, env_seeds = worker_streams(cfg.seed, rank, restart, run.prior["frames"], E)
-    torch.manual_seed(seed)
-    algo = ALGORITHMS[cfg.algo]
-    actor_critic = algo.actor_critic
-    loss_fn = functools.partial(algo.loss, gamma=cfg.gamma, entropy_beta=cfg.entropy_beta, value_coef=cfg.value_coef)
-    final_eps = claim_exploration(shared, rank, seed, lambda: draw_final_epsilon(rng, cfg.eps_finals, cfg.eps_probs, E))
-    lr_frames, lr0 = run.prior.get("lr_start") or (0, cfg.lr)
-    envs = [make_env(cfg, s, for_eval=False) for s in env_seeds]
-    local = network_for(cfg, spec)
-    states = GameStates(local, E) if is_recurrent(local) else None
+class OnPolicy:
+    """The loop body of the on-policy methods (one-step Q and SARSA, n-step Q, A3C): sync the local copy, act up
+    to t_max steps in each of the worker's games, one loss over all their segments into the shared model."""
 
-    def act(rows: np.ndarray, t: int) -> None:
+    def __init__(self, worker: ActorLearner):
+        self.w, cfg, spec = worker, worker.cfg, worker.run.spec
+        self.algo = algo = ALGORITHMS[cfg.algo]
+        self.loss_fn = functools.partial(algo.loss, gamma=cfg.gamma, entropy_beta=cfg.entropy_beta,
+                                         value_coef=cfg.value_coef)
+        self.local = network_for(cfg, spec)
+        self.states = GameStates(self.local, cfg.envs_per_worker) if is_recurrent(self.local) else None
+        self.params = list(self.local.parameters())
+        self.shared_norm = obs_norm(worker.shared.model)  # --obs-normalize: all workers' observations feed it
+        # what a sync copies: the weights, and the observation statistics (buffers) where there are such
+        self.synced = self.params + list(self.local.buffers())
+        self.shared_synced = list(worker.shared.model.parameters()) + list(worker.shared.model.buffers())
+        self.rollout = new_rollout(spec, cfg.envs_per_worker, cfg.t_max)
+        self.obs_np, self.act_np, self.rew_np, self.term_np, self.trunc_np = (t.numpy() for t in self.rollout[:5])
+        for k, env in enumerate(worker.envs):
+            self.obs_np[k, 0], _ = env.reset()  # make_env seeded it: the first game, without a second ROM load
+        self.carry = np.zeros(cfg.envs_per_worker, bool)  # SARSA: a' of the last segment is the action taken
+        self.eps = worker.epsilon()
+
+    def act(self, rows: np.ndarray, t: int) -> None:
         """Choose the actions of games `rows` in their states s_t (an LSTM steps their states too), with this
         segment's epsilons; every game's rows are a view, a subset a copy."""
-        obs = obs_buf[:, t] if len(rows) == E else obs_buf[rows, t]
-        if states is not None:
-            act_np[rows, t] = states.act(local, rows, obs, rng)
+        obs = self.rollout.obs[:, t] if len(rows) == len(self.carry) else self.rollout.obs[rows, t]
+        if self.states is not None:
+            self.act_np[rows, t] = self.states.act(self.local, rows, obs, self.w.rng)
         else:
-            act_np[rows, t] = act_many(local, obs, eps[rows], actor_critic, rng)
+            self.act_np[rows, t] = act_many(self.local, obs, self.eps[rows], self.algo.actor_critic, self.w.rng)
 
-    params, shared_params = list(local.parameters()), list(shared.model.parameters())
-    shared_norm = obs_norm(shared.model)  # --obs-normalize: every worker's observations make its statistics
-    # what a sync copies: the weights, and the observation statistics (buffers) where there are such
-    synced, shared_synced = params + list(local.buffers()), shared_params + list(shared.model.buffers())
-    writer = metrics.make_writer(run.run_dir, f"worker{rank}")
+    def step(self) -> None:
+        """One segment: act, learn, log, and set up the next segment."""
+        sync_local(self.synced, self.shared_synced)
+        self.eps = self.w.epsilon()
+        if self.states is not None:
+            self.rollout = self.rollout._replace(state0=self.states.start())
+        n, ended, life_lost = self.play_segment()
+        info = self.learn(n)
+        self.w.logged(info, 0.0 if self.algo.actor_critic else self.eps)
+        self.next_segment(ended, life_lost)
 
-    rollout = new_rollout(spec, E, T)
-    obs_buf = rollout.obs
-    obs_np, act_np, rew_np, term_np, trunc_np = (t.numpy() for t in rollout[:5])
-    all_games = np.arange(E)
-    for k, env in enumerate(envs):
-        obs_np[k, 0], _ = env.reset()  # make_env seeded it: the first game, without a second ROM load
-    frames = shared.frames()
-    carry = np.zeros(E, bool)  # SARSA carries a' (used in its target) into the next segment as the action taken
-    updates, sums = 0, {}
-    parent = os.getppid()  # if the runner is killed outright, this changes and the worker stops by itself
-    try:
-        while not shared.is_set(STOP) and frames < cfg.frames and os.getppid() == parent:
-            sync_local(synced, shared_synced)
-            eps = epsilon(frames, cfg.eps_start, final_eps, cfg.eps_anneal_frames)
-            if states is not None:
-                rollout = rollout._replace(state0=states.start())
-            fresh = np.flatnonzero(~carry)
-            if len(fresh):
-                act(fresh, 0)
+    def play_segment(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Up to t_max steps in every game (a game whose episode ends sits out the rest of the segment); return
+        the steps each game played, which games ended and which of those only lost a life."""
+        w, spec, T = self.w, self.w.run.spec, self.rew_np.shape[1]
+        envs, obs_np, act_np, rew_np, term_np, trunc_np = w.envs, self.obs_np, self.act_np, self.rew_np, \
+            self.term_np, self.trunc_np
+        E = len(envs)
+        fresh = np.flatnonzero(~self.carry)
+        if len(fresh):
+            self.act(fresh, 0)
+        n, ended, life_lost = np.full(E, T), np.zeros(E, bool), np.zeros(E, bool)
+        live = np.arange(E)
+        for t in range(T):
+            chosen = act_np[:, t] if spec.continuous else act_np[:, t].tolist()
+            for k in live:
+                obs, r, term, trunc, info = envs[k].step(chosen[k].copy() if spec.continuous else chosen[k])
+                obs_np[k, t + 1], rew_np[k, t], term_np[k, t], trunc_np[k, t] = obs, r, term, trunc
+                if term or trunc:
+                    n[k], ended[k], life_lost[k] = t + 1, True, bool(info.get("life_lost"))
+                w.episode(info)
+            if ended.any():
+                live = np.flatnonzero(~ended)
+            if t + 1 < T and len(live):  # the action in the segment's last state is chosen after the next sync
+                self.act(live, t + 1)
+        if self.algo.next_action:  # SARSA: a' in each last next state, chosen before the update
+            games = np.arange(E)
+            act_np[games, n] = act_many(self.local, self.rollout.obs[games, n], self.eps, False, w.rng)
+            self.carry = ~ended
+        return n, ended, life_lost
 
-            # --- act: up to t_max steps in every game; a game whose episode ends sits out the rest of the segment
-            n, ended, life_lost = np.full(E, T), np.zeros(E, bool), np.zeros(E, bool)
-            live = all_games
-            for t in range(T):
-                chosen = act_np[:, t] if spec.continuous else act_np[:, t].tolist()
-                for k in live:
-                    obs, r, term, trunc, info = envs[k].step(chosen[k].copy() if spec.continuous else chosen[k])
-                    obs_np[k, t + 1], rew_np[k, t], term_np[k, t], trunc_np[k, t] = obs, r, term, trunc
-                    if term or trunc:
-                        n[k], ended[k], life_lost[k] = t + 1, True, bool(info.get("life_lost"))
-                    if "episode" in info:
-                        metrics.log_episode(writer, rank, info["episode"], frames, spec.frames_per_step)
-                if ended.any():
-                    live = np.flatnonzero(~ended)
-                if t + 1 < T and len(live):  # the action in the segment's last state is chosen after the next sync
-                    act(live, t + 1)
-            if algo.next_action:  # a' in each last next state, chosen before the update
-                act_np[all_games, n] = act_many(local, obs_buf[all_games, n], eps, actor_critic, rng)
-            carry = ~ended if algo.next_action else carry
+    def learn(self, n: np.ndarray) -> dict:
+        """One batched forward over all segments, the mean of their losses into the shared model."""
+        if self.shared_norm is not None:  # acted and learnt with the statistics as synced; the next segment has these
+            self.shared_norm.update(torch.cat([self.rollout.obs[k, 1: n[k] + 1] for k in range(len(n))]))
+        loss, info = segment_loss(self.local, self.w.shared.target, self.loss_fn, self.rollout, n)
+        info["losses/grad_norm"] = self.w.apply(loss, self.params)
+        self.w.count(int(n.sum()) * self.w.run.spec.frames_per_step)
+        return info
 
-            if shared_norm is not None:  # acted and learnt with the statistics as synced; the next segment has these
-                shared_norm.update(torch.cat([obs_buf[k, 1: n[k] + 1] for k in range(E)]))
+    def next_segment(self, ended: np.ndarray, life_lost: np.ndarray) -> None:
+        """The next segment starts from each game's new state (a fresh game after an end)."""
+        T = self.rew_np.shape[1]
+        going = np.flatnonzero(~ended)
+        self.obs_np[going, 0], self.act_np[going, 0] = self.obs_np[going, T], self.act_np[going, T]
+        for k in np.flatnonzero(ended):
+            if self.states is not None and not life_lost[k]:
+                self.states.end_game(k)
+            self.obs_np[k, 0], _ = self.w.envs[k].reset()
 
-            # --- learn: one batched forward over all segments, the mean of their losses into the shared model
-            loss, info_m = segment_loss(local, shared.target, loss_fn, rollout, n)
-            if not math.isfinite(loss.item()):
-                raise NonFinite(f"non-finite loss {loss.item()}")
-            for p in params:
-                p.grad = None
-            loss.backward()
-            lr = learning_rate(frames, lr0, cfg.frames, cfg.lr_anneal, lr_frames)
-            info_m["losses/grad_norm"] = push_gradients(params, shared, rank, lr, cfg.grad_clip)
-            frames = add_frames(shared, rank, int(n.sum()) * spec.frames_per_step)
-            if rank == 0:
-                maybe_sync_target(shared, frames, cfg.target_update)
 
-            # --- bookkeeping: metrics stay tensors until a logging interval reads them
-            updates += 1
-            for key, v in info_m.items():
-                sums[key] = sums.get(key, 0.0) + v
-            if updates % cfg.log_every == 0:
-                for key, v in sums.items():
-                    writer.add_scalar(f"{key}/w{rank}", float(v) / cfg.log_every, frames)
-                writer.add_scalar(metrics.EPSILON.format(rank=rank), float(np.mean(eps)) if not actor_critic else 0.0,
-                                  frames)
-                if rank == 0:
-                    writer.add_scalar(metrics.LEARNING_RATE, lr, frames)
-                sums = {}
-
-            # --- the next segment starts from the new state (a fresh episode after an end)
-            going = np.flatnonzero(~ended)
-            obs_np[going, 0], act_np[going, 0] = obs_np[going, T], act_np[going, T]
-            for k in np.flatnonzero(ended):
-                if states is not None and not life_lost[k]:
-                    states.end_game(k)
-                obs_np[k, 0], _ = envs[k].reset()
-    except NonFinite as e:  # say where: the message is the one line the user reads
-        raise NonFinite(f"{e} at update {updates + 1} (global frame {frames})") from None
-    writer.close()
-    for env in envs:
-        env.close()
+def run_worker(rank: int, restart: int, run: Run, shared: SharedState) -> None:
+    """The on-policy worker; runs inline too (tests, debuggers)."""
+    worker = ActorLearner(rank, restart, run, shared, run.cfg.envs_per_worker)
+    worker.loop(OnPolicy(worker).step)

@@ -142,14 +142,15 @@ def test_a_resumed_dqn_worker_refills_its_own_memory_before_learning(tmp_path):
 def test_dqn_acts_on_the_shared_weights_without_copying_them(tmp_path):
     """Acting reads the shared network in place: the local copy (refreshed for updates only) is left alone,
     and the action is greedy on the shared weights, not on a stale copy."""
+    from hogwild_dqn.actor_learner import ActorLearner
     from hogwild_dqn.replay_worker import Learner
 
     run, shared = _dqn_run(tmp_path, 0)
-    learner = Learner(run, shared, 0)
+    learner = Learner(ActorLearner(0, 0, run, shared, games=1))
     with torch.no_grad():
         for p in learner.local.parameters():
             p.zero_()  # a stale local copy: every Q-value 0, argmax 0
         shared.model.q.bias.copy_(torch.tensor([0.0, 5.0]))  # the shared network prefers action 1
     obs = np.array([0.1, -0.2, 0.3, 0.0], dtype=np.float32)
-    assert learner.act(obs, 0.0, np.random.default_rng(0)) == 1
+    assert learner.act(obs, 0.0) == 1
     assert all(not p.any() for p in learner.local.parameters())  # no copy was made
