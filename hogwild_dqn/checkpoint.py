@@ -79,10 +79,11 @@ def resume_point(run_dir: Path, cfg) -> tuple[dict, dict]:
     to 0 at the new --frames)."""
     run_dir = Path(run_dir)
     ckpt = load_checkpoint(run_dir / "checkpoint.pt", cfg.game, cfg.algo)
-    if int(ckpt["frames"]) >= cfg.frames:
-        raise ConfigError(f"run {run_dir} already has {ckpt['frames']} frames; raise --frames to continue it")
     summary_path = run_dir / "summary.json"
     old = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
+    # a run stopped during its final evaluation may be resumed with no frames to add: it plays that evaluation
+    if int(ckpt["frames"]) >= cfg.frames and not (old and old.get("final_eval") is None):
+        raise ConfigError(f"run {run_dir} already has {ckpt['frames']} frames; raise --frames to continue it")
     return ckpt, {"frames": int(ckpt["frames"]), "wall_seconds": float(old.get("wall_seconds", 0.0)),
                   "evals": old.get("evals", []), "best": float(ckpt.get("best_eval_return", -math.inf)),
                   "device": old.get("evaluator_device"), "lr_start": resumed_lr(ckpt, int(ckpt["frames"]), cfg.lr)}

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import signal
 import sys
+from contextlib import contextmanager
+from types import SimpleNamespace
 
 from tqdm import tqdm
 
@@ -50,3 +52,23 @@ class Console:
         elif kind is Stopped:
             self.status = (143, "terminated (SIGTERM)")
         return kind in (KeyboardInterrupt, Stopped)
+
+
+STATUS = {signal.SIGINT: (130, "SIGINT"), signal.SIGTERM: (143, "SIGTERM")}
+
+
+@contextmanager
+def finishing():
+    """While a run stops and writes its checkpoint and summary: Ctrl-C and SIGTERM are noted (`.signum`), not
+    raised, so what was trained is always saved; the caller cuts short what waits (the final evaluation)."""
+    note = SimpleNamespace(signum=None)
+
+    def noted(signum, frame):
+        note.signum = signum
+
+    old = {sig: signal.signal(sig, noted) for sig in STATUS}
+    try:
+        yield note
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)

@@ -8,7 +8,7 @@ import time
 from tqdm import tqdm
 
 from hogwild_dqn import metrics
-from hogwild_dqn.console import Console
+from hogwild_dqn.console import STATUS, Console
 from hogwild_dqn.evaluation import stop_reason
 from hogwild_dqn.evaluator import evaluator_process
 from hogwild_dqn.rundir import Run, best_periodic
@@ -134,11 +134,12 @@ class Processes:
                 f.write(f"--- {child.name} at {time.strftime('%Y-%m-%d %H:%M:%S')} ---\n{text}\n")
         return text.strip().splitlines()[-1]
 
-    def stop(self, wait_for_eval: bool) -> None:
+    def stop(self, wait_for_eval: bool, note=None) -> None:
         """Ask every child to stop, wait a bounded time, then terminate what is left.
 
         Without `wait_for_eval` (a failure or a signal) the evaluator is stopped first, so that it can neither
-        delay the exit nor play and save weights that may be broken.
+        delay the exit nor play and save weights that may be broken. A signal noted meanwhile (`note`, see
+        console.finishing) cuts the final evaluation short.
         """
         if not wait_for_eval and self.evaluator is not None:
             self.evaluator.proc.terminate()
@@ -156,6 +157,10 @@ class Processes:
             self.drain()
             if time.time() > deadline:
                 tqdm.write(f"the last evaluation took over {FINAL_EVAL_SECONDS} s; stopping it", file=sys.stderr)
+                self.evaluator.proc.terminate()
+            elif note is not None and note.signum is not None:
+                tqdm.write(f"{STATUS[note.signum][1]}: the final evaluation is cut short; the run is saved without "
+                           "it", file=sys.stderr)
                 self.evaluator.proc.terminate()
             self.evaluator.proc.join(timeout=0.25)
         self.drain()

@@ -16,6 +16,7 @@ from hogwild_dqn import config, metrics
 from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.checkpoint import atomic_save, resume_point
 from hogwild_dqn.config import Config, ConfigError, first_line
+from hogwild_dqn.console import STATUS, finishing
 from hogwild_dqn.envs import env_spec
 from hogwild_dqn.evaluator import snapshot
 from hogwild_dqn.processes import Processes, stop_resource_tracker, watch
@@ -48,18 +49,20 @@ def run(cfg: Config, resume: str | None = None) -> int:
     procs.start()
     writer = metrics.make_writer(run_dir, "runner")
     status, reason = watch(procs, writer)
-    procs.stop(wait_for_eval=status == 0)
-
-    frames, evals, best = shared.frames(), procs.evals, procs.best()
-    if procs.nonfinite or not all_finite(shared.model.parameters()):
-        # keep the last good checkpoint rather than overwrite it with weights that met NaN/Inf
-        status, reason = 1, reason if procs.nonfinite else "non-finite shared parameters at the end of the run"
-        print(f"{run_dir / 'checkpoint.pt'} left as it was: the run met NaN/Inf", file=sys.stderr)
-    else:
-        atomic_save(snapshot(shared, frames, best, run), run_dir / "checkpoint.pt")
-    summary = make_summary(run, reason, frames, evals)
-    final = summary["final_eval"]
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    with finishing() as note:  # a signal from here on cuts the final evaluation, never the saving
+        procs.stop(wait_for_eval=status == 0, note=note)
+        if note.signum is not None and status == 0:  # so that --resume (make benchmark) plays the final games
+            status, reason = STATUS[note.signum][0], f"interrupted ({STATUS[note.signum][1]}) while finishing"
+        frames, evals, best = shared.frames(), procs.evals, procs.best()
+        if procs.nonfinite or not all_finite(shared.model.parameters()):
+            # keep the last good checkpoint rather than overwrite it with weights that met NaN/Inf
+            status, reason = 1, reason if procs.nonfinite else "non-finite shared parameters at the end of the run"
+            print(f"{run_dir / 'checkpoint.pt'} left as it was: the run met NaN/Inf", file=sys.stderr)
+        else:
+            atomic_save(snapshot(shared, frames, best, run), run_dir / "checkpoint.pt")
+        summary = make_summary(run, reason, frames, evals)
+        final = summary["final_eval"]
+        (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     writer.add_scalar(metrics.FPS, summary["frames_per_second"], frames)
     metrics.write_hparams(writer, {"game": cfg.game, "algo": cfg.algo, "threads": threads, "seed": cfg.seed,
                                    "lr": cfg.lr, "optimizer": cfg.optimizer, "frames": cfg.frames},

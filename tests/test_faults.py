@@ -130,3 +130,28 @@ def test_a_test_that_times_out_leaves_no_trainer_behind(tmp_path):
     assert len(tree) >= 3  # train.py, its workers and evaluator
     conftest.kill_started()
     assert wait_gone(tree, 10) == []
+
+
+@pytest.mark.parametrize("sig, status, name", [(signal.SIGINT, 130, "SIGINT"), (signal.SIGTERM, 143, "SIGTERM")])
+def test_a_signal_during_the_final_evaluation_cuts_it_and_the_run_is_saved(tmp_path, sig, status, name):
+    """The workers are done and the evaluator plays the final games: a signal now ends those games, and the
+    checkpoint and summary are written as always (no traceback); --resume then plays the final evaluation."""
+    run = tmp_path / "run"
+    proc = start_train(run, "--game", "CartPole-v1", "--threads", 2, "--frames", 6000, "--eval-every", 3000,
+                       "--final-eval-episodes", 100000)
+    workers, evaluator = spawned_children(proc.pid)[:2], spawned_children(proc.pid)[-1]
+    assert not wait_gone(workers, 120) and evaluator.is_running()  # the final evaluation is under way
+    time.sleep(1)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == status and "Traceback" not in err, err[-2000:]
+    assert f"{name}: the final evaluation is cut short; the run is saved without it" in err
+    cut = read_summary(run)
+    assert cut["status"] == f"interrupted ({name}) while finishing" and cut["final_eval"] is None
+    assert torch.load(run / "checkpoint.pt", weights_only=True)["frames"] == cut["frames"] >= 6000
+
+    done = run_train("--resume", run, "--final-eval-episodes", 5)
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = read_summary(run)
+    assert summary["status"] == "finished" and summary["final_eval"]["episodes"] == 5
+    assert summary["frames"] == cut["frames"]  # nothing more to train: the resumed session only evaluates
