@@ -130,7 +130,7 @@ evidence: $(STAMP)
 	EVIDENCE_DIR=$(or $(LOGDIR),runs/evidence) scripts/evidence.sh $(ROWS)
 
 # The benchmark suite: GAMES x SEEDS (default: six games, seeds 1-3, A3C, 10M frames each; hours), one run after
-# another into LOGDIR (runs/benchmark), resumable, then results.md with the IQM over games (docs/results.md).
+# another into LOGDIR (runs/benchmark), resumable, then benchmark.md with the IQM over games (docs/results.md).
 benchmark: $(BENCHMARK_STAMP)
 	$(PY) -m hogwild_dqn.tools.benchmark $(call opt,--logdir,$(LOGDIR)) $(call opt,--games,$(GAMES)) \
 	  $(call opt,--seeds,$(SEEDS_LIST)) $(call opt,--frames,$(FRAMES)) $(call opt,--algo,$(ALGO)) \

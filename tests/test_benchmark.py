@@ -29,17 +29,17 @@ def test_the_report_scores_each_run_by_its_final_evaluation_and_aggregates_with_
     finals = [summaries[s]["final_eval"]["mean_return"] for s in seeds]
     assert all(summaries[s]["final_eval"]["episodes"] == 5 for s in seeds)
 
-    rows = list(csv.DictReader((tmp_path / "results.csv").open()))
+    rows = list(csv.DictReader((tmp_path / "benchmark.csv").open()))
     assert [float(r["final_mean"]) for r in rows] == finals
     normalized = [(f - 22) / (500 - 22) for f in finals]
     assert [float(r["human_normalized"]) for r in rows] == pytest.approx(normalized, abs=1e-4)
 
-    report = (tmp_path / "results.md").read_text()
+    report = (tmp_path / "benchmark.md").read_text()
     iqm, low, high = map(float, re.search(r"IQM of human-normalized final scores: ([-\d.]+) \(95% "
                                           r"stratified-bootstrap CI ([-\d.]+) to ([-\d.]+)", report).groups())
     assert iqm == pytest.approx(trim_mean(normalized, 0.25), abs=1e-3)
     assert low <= iqm <= high and low >= min(normalized) - 1e-3 and high <= max(normalized) + 1e-3
-    assert (tmp_path / "profile.png").stat().st_size > 0
+    assert (tmp_path / "benchmark_profile.png").stat().st_size > 0
     starts = (tmp_path / "chain.log").read_text().count(" start ")
 
     again = benchmark(*SUITE, "--seeds", *seeds, "--logdir", tmp_path, *TRAIN)  # every run is done: none runs

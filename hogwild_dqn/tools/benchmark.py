@@ -6,11 +6,11 @@
 
 Each run goes to <logdir>/<game>-<algo>-s<seed> (console output in <run>.log beside it, starts and ends in
 chain.log). A finished run is kept and not run again; a cut one is resumed from its checkpoint, so the suite can
-be stopped with Ctrl-C and started again. The report (results.md, results.csv, profile.png in --out) gives per
-game the mean ± std over seeds of the final score (the last weights over --final-eval-episodes games) and its
-human-normalized score, and over games the interquartile mean (IQM) of human-normalized scores with a 95%
-stratified-bootstrap confidence interval and a performance profile, computed with rliable (Agarwal et al.
-2021; `make install-benchmark`).
+be stopped with Ctrl-C and started again. The report (benchmark.md, benchmark.csv, benchmark_profile.png in
+--out) gives per game the mean ± std over seeds of the final score (the last weights over --final-eval-episodes
+games) and its human-normalized score, and over games the interquartile mean (IQM) of human-normalized scores
+with a 95% stratified-bootstrap confidence interval and a performance profile, computed with rliable (Agarwal
+et al. 2021; `make install-benchmark`).
 """
 
 from __future__ import annotations
@@ -233,61 +233,67 @@ def fmt(v: float | None, spec: str = ".1f") -> str:
     return "—" if v is None else format(v, spec)
 
 
-def write_report(args: argparse.Namespace) -> Path:
-    """results.md, results.csv and profile.png in --out; return results.md's path."""
-    scores = read_scores(args)
-    if not scores:
-        raise BenchmarkError(f"no finished or cut runs of this suite under {args.logdir}")
-    out = args.out or args.logdir
-    out.mkdir(parents=True, exist_ok=True)
-    with (out / "results.csv").open("w", newline="") as f:
+def write_csv(args: argparse.Namespace, scores: list[Score], path: Path) -> None:
+    """One row per run."""
+    with path.open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["game", "algo", "seed", "status", "frames", "wall_minutes", "final_mean", "final_std",
                     "final_episodes", "human_normalized", "best_periodic_eval"])
         for s in scores:
             w.writerow([s.game, args.algo, s.seed, s.status, s.frames, f"{s.wall_minutes:.1f}", s.final_mean,
                         s.final_std, s.episodes, fmt(s.normalized, ".4f"), s.best_periodic])
-    agg = aggregate(scores, args.seeds, args.reps)
+
+
+def game_row(game: str, runs: list[Score], seeds: int) -> str:
+    """A game's line of the table: its runs' final scores over seeds."""
+    if not runs:
+        return f"| {game} | 0/{seeds} | not run yet | | | | |"
+    scored = [s for s in runs if s.final_mean is not None]
+    mean, std = _mean_std([s.final_mean for s in scored]) if scored else (None, None)
+    norm = [s.normalized for s in scored if s.normalized is not None]
+    best = [s.best_periodic for s in runs if s.best_periodic is not None]
+    each = ", ".join(f"s{s.seed} {fmt(s.final_mean)}" + ("" if s.status.startswith(DONE) else f" ({s.status})")
+                     for s in runs)
+    return (f"| {game} | {len(scored)}/{seeds} | {fmt(mean)} ± {fmt(std)} | "
+            f"{fmt(statistics.mean(norm) if norm else None, '.3f')} | {each} | "
+            f"{fmt(statistics.mean(best) if best else None)} | {statistics.mean(s.wall_minutes for s in runs):.1f} |")
+
+
+def write_report(args: argparse.Namespace) -> Path:
+    """benchmark.md, benchmark.csv and benchmark_profile.png in --out; return benchmark.md's path."""
+    scores = read_scores(args)
+    if not scores:
+        raise BenchmarkError(f"no finished or cut runs of this suite under {args.logdir}")
+    out = args.out or args.logdir
+    out.mkdir(parents=True, exist_ok=True)
+    write_csv(args, scores, out / "benchmark.csv")
+    references = ", ".join(f"{g} {args.reference[g][0]:g} / {args.reference[g][1]:g}" for g in args.games
+                           if g in args.reference)
     lines = [f"# Benchmark: {args.algo}, {args.threads} workers, {args.frames:,} frames, seeds "
              f"{' '.join(map(str, args.seeds))}", "",
-             f"Runs under `{args.logdir}`; the code and machine of each run are in its `chain.log`. The score of a run "
-             f"is its last weights over {max((s.episodes for s in scores), default=0)} games (`final_eval` in its "
+             f"Runs under `{args.logdir}`; the code and machine of each run are in its `chain.log`. The score of a "
+             f"run is its last weights over {max(s.episodes for s in scores)} games (`final_eval` in its "
              "summary.json), human-normalized as (score − random) / (human − random) with the random and human "
-             "scores " + ", ".join(f"{g} {args.reference[g][0]:g} / {args.reference[g][1]:g}" for g in args.games
-                                  if g in args.reference) + " (no-op starts, DeepMind's dqn_zoo `atari_data.py`, "
-             "unless given with --reference).", "",
+             f"scores {references} (no-op starts, DeepMind's dqn_zoo `atari_data.py`, unless given with "
+             "--reference).", "",
              "| game | runs scored | final score (mean ± std over seeds) | human-normalized (mean) | each seed's "
              "final score | best periodic evaluation, mean over seeds (a curve point, not the score) | wall minutes "
-             "(mean) |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
-    for game in args.games:
-        runs = [s for s in scores if s.game == game]
-        scored = [s for s in runs if s.final_mean is not None]
-        if not runs:
-            lines.append(f"| {game} | 0/{len(args.seeds)} | not run yet | | | | |")
-            continue
-        mean, std = _mean_std([s.final_mean for s in scored]) if scored else (None, None)
-        norm = [s.normalized for s in scored if s.normalized is not None]
-        best = [s.best_periodic for s in runs if s.best_periodic is not None]
-        each = ", ".join(f"s{s.seed} {fmt(s.final_mean)}" + ("" if s.status.startswith(DONE) else f" ({s.status})")
-                         for s in runs)
-        lines.append(f"| {game} | {len(scored)}/{len(args.seeds)} | {fmt(mean)} ± {fmt(std)} | "
-                     f"{fmt(statistics.mean(norm) if norm else None, '.3f')} | {each} | "
-                     f"{fmt(statistics.mean(best) if best else None)} | "
-                     f"{statistics.mean(s.wall_minutes for s in runs):.1f} |")
-    lines.append("")
+             "(mean) |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    lines += [game_row(g, [s for s in scores if s.game == g], len(args.seeds)) for g in args.games]
+    agg = aggregate(scores, args.seeds, args.reps)
     if agg is None:
-        lines.append("IQM: no game has all its seeds scored yet.")
+        lines += ["", "IQM: no game has all its seeds scored yet."]
     else:
         missing = [g for g in args.games if g not in agg["games"]]
-        lines += [f"**IQM of human-normalized final scores: {agg['iqm']:.3f} (95% stratified-bootstrap CI "
-                  f"{agg['low']:.3f} to {agg['high']:.3f}, {args.reps:,} resamples)** over "
-                  f"{len(agg['games'])} games × {len(args.seeds)} seeds; median {agg['median']:.3f}, mean "
-                  f"{agg['mean']:.3f}." + (f" Not yet in it: {', '.join(missing)}." if missing else ""), "",
-                  "![performance profile](profile.png)"]
-        plot_profile(agg, f"{args.algo}, {args.threads} workers, {args.frames / 1e6:g}M frames", out / "profile.png")
-    (out / "results.md").write_text("\n".join(lines) + "\n")
-    return out / "results.md"
+        lines += ["", f"**IQM of human-normalized final scores: {agg['iqm']:.3f} (95% stratified-bootstrap CI "
+                  f"{agg['low']:.3f} to {agg['high']:.3f}, {args.reps:,} resamples)** over {len(agg['games'])} "
+                  f"games × {len(args.seeds)} seeds; median {agg['median']:.3f}, mean {agg['mean']:.3f}."
+                  + (f" Not yet in it: {', '.join(missing)}." if missing else ""), "",
+                  "![performance profile](benchmark_profile.png)"]
+        label = f"{args.algo}, {args.threads} workers, {args.frames / 1e6:g}M frames"
+        plot_profile(agg, label, out / "benchmark_profile.png")
+    (out / "benchmark.md").write_text("\n".join(lines) + "\n")
+    return out / "benchmark.md"
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -336,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"benchmark: error: {e}", file=sys.stderr)
         return 2
     print(out.read_text())
-    print(f"wrote {out}, {out.with_name('results.csv')}")
+    print(f"wrote {out}, {out.with_name('benchmark.csv')}")
     if failed:
         print(f"benchmark: error: runs failed: {', '.join(failed)} (their output: <logdir>/<run>.log)",
               file=sys.stderr)
