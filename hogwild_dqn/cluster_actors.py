@@ -1,6 +1,6 @@
 """The Ray actors of a cluster run (see hogwild_dqn/cluster.py): holder, per-machine pool + bridge, evaluator.
 
-Plain classes: the driver wraps them with ray.remote, and only NodePool.run imports Ray, inside the actor.
+Plain classes: the driver wraps them with ray.remote, and only NodePool.run and its Bridge import Ray, inside the actor.
 """
 
 from __future__ import annotations
@@ -181,6 +181,40 @@ class LogShipper:
         return chunks
 
 
+class Bridge:
+    """A machine's side of the exchanges with the holder: what its workers learnt goes up as a delta, the global
+    weights come back and are added in place (rebase), with the target network and the other machines' frames."""
+
+    def __init__(self, node: str, threads: int, shared, holder):
+        self.node, self.threads, self.shared, self.holder = node, threads, shared, holder
+        self.params = list(shared.model.parameters())
+        self.target_params = None if shared.target is None else list(shared.target.parameters())
+        self.base, self.reported, self.target_epoch, self.last_sync = None, 0, -1, None
+
+    def exchange(self, initial: bool = False) -> bool:
+        """One round trip with the holder; return whether the run is to stop."""
+        import ray
+
+        t0 = time.time()
+        sent = _flat(self.params)
+        local = int(self.shared.worker_frames[: self.threads].sum())
+        delta = np.zeros_like(sent.numpy()) if initial else (sent - self.base).numpy()
+        reply = ray.get(self.holder.exchange.remote(self.node, delta, local - self.reported, self.target_epoch,
+                                                    self.last_sync), timeout=SYNC_TIMEOUT)
+        glob = torch.from_numpy(np.array(reply["weights"]))  # a writable copy
+        if initial:
+            _assign(self.params, glob)
+        else:  # the global weights plus what the workers learnt during the round trip, and since
+            rebase(self.params, sent, glob)
+        self.base, self.reported = glob, local
+        if reply["target"] is not None and self.target_params is not None:
+            _assign(self.target_params, np.array(reply["target"]))
+            self.target_epoch = reply["target_epoch"]
+        self.shared.worker_frames[self.threads] = reply["frames"] - local  # the other machines' frames
+        self.last_sync = time.time() - t0
+        return reply["stop"]
+
+
 class NodePool:
     """One machine: its Hogwild pool of worker processes and the bridge to the holder (this actor's process)."""
 
@@ -194,35 +228,10 @@ class NodePool:
         torch.set_num_threads(1)
         cfg = Config(**{**self.cfg.to_dict(), "target_update": NEVER})
         shared = new_shared_state(cfg, self.spec, self.threads, extra_frame_slots=1)
-        params = list(shared.model.parameters())
-        target_params = None if shared.target is None else list(shared.target.parameters())
         local_dir = Path(tempfile.mkdtemp(prefix=f"hogwild_dqn-{self.node}-"))
         shipper = LogShipper(local_dir)
-        state = {"base": None, "reported": 0, "target_epoch": -1, "last_sync": None}
-
-        def exchange(initial: bool = False) -> bool:
-            """One round trip with the holder; return whether the run is to stop."""
-            t0 = time.time()
-            sent = _flat(params)
-            local = int(shared.worker_frames[: self.threads].sum())
-            delta = np.zeros_like(sent.numpy()) if initial else (sent - state["base"]).numpy()
-            reply = ray.get(self.holder.exchange.remote(self.node, delta, local - state["reported"],
-                                                        state["target_epoch"], state["last_sync"]),
-                            timeout=SYNC_TIMEOUT)
-            glob = torch.from_numpy(np.array(reply["weights"]))  # a writable copy
-            if initial:
-                _assign(params, glob)
-            else:  # the global weights plus what the workers learnt during the round trip, and since
-                rebase(params, sent, glob)
-            state["base"], state["reported"] = glob, local
-            if reply["target"] is not None and target_params is not None:
-                _assign(target_params, np.array(reply["target"]))
-                state["target_epoch"] = reply["target_epoch"]
-            shared.worker_frames[self.threads] = reply["frames"] - local  # the other machines' frames
-            state["last_sync"] = time.time() - t0
-            return reply["stop"]
-
-        if exchange(initial=True):
+        bridge = Bridge(self.node, self.threads, shared, self.holder)
+        if bridge.exchange(initial=True):
             return {"node": self.node, "frames": 0}
         procs = Processes(mp.get_context("spawn"), Run(cfg, self.spec, local_dir, self.threads), shared,
                           with_evaluator=False)
@@ -235,7 +244,7 @@ class NodePool:
                     raise RuntimeError(failure)
                 now = time.time()
                 if now >= next_sync:
-                    if exchange():
+                    if bridge.exchange():
                         shared.set(STOP)
                     next_sync = time.time() + cfg.sync_seconds
                 if now >= next_ship:
@@ -244,9 +253,9 @@ class NodePool:
                 time.sleep(0.05)
         finally:
             procs.stop(wait_for_eval=False)
-        exchange()  # what the workers learnt since the last exchange
+        bridge.exchange()  # what the workers learnt since the last exchange
         ray.get(self.holder.append_logs.remote(self.node, shipper.new_bytes()), timeout=SYNC_TIMEOUT)
-        return {"node": self.node, "frames": state["reported"]}
+        return {"node": self.node, "frames": bridge.reported}
 
 
 class Evaluator:

@@ -127,13 +127,19 @@ class Config:
 
     def validate(self) -> None:
         """Check every value once; raise ConfigError with a one-line message."""
-        def positive(name: str, integer: bool) -> None:
-            v = getattr(self, name)
-            kind = int if integer else (int, float)
-            if isinstance(v, bool) or not isinstance(v, kind) or not 0 < v < math.inf:
-                what = "a positive integer" if integer else "a positive number"
-                raise ConfigError(f"--{_flag(name)} must be {what}, got {v!r}")
+        self._check_choices()
+        self._check_numbers()
+        self._check_combinations()
 
+    def _positive(self, name: str, integer: bool) -> None:
+        v = getattr(self, name)
+        kind = int if integer else (int, float)
+        if isinstance(v, bool) or not isinstance(v, kind) or not 0 < v < math.inf:
+            what = "a positive integer" if integer else "a positive number"
+            raise ConfigError(f"--{_flag(name)} must be {what}, got {v!r}")
+
+    def _check_choices(self) -> None:
+        """The named choices: algorithm, network, optimizer, cluster address."""
         if self.algo not in ALGORITHMS:
             raise ConfigError(f"--algo {self.algo!r} is unknown; choose one of {', '.join(ALGORITHMS)}")
         if self.net not in NETS:
@@ -144,6 +150,13 @@ class Config:
                               f"{', '.join(ALGORITHMS[self.algo].networks)} networks only")
         if self.optimizer not in OPTIMIZERS:
             raise ConfigError(f"--optimizer {self.optimizer!r} is unknown; choose one of {', '.join(OPTIMIZERS)}")
+        if self.cluster and self.cluster != "auto" and not re.fullmatch(r"[\w.\-]+:\d{1,5}|\[[0-9a-fA-F:]+\]:\d{1,5}",
+                                                                      self.cluster):
+            raise ConfigError(f"--cluster must be auto or the Ray head's host:port, got {self.cluster!r}")
+
+    def _check_numbers(self) -> None:
+        """Each number on its own: positive, in its range."""
+        positive = self._positive
         if self.threads is not None:
             positive("threads", integer=True)
         for name in ("frames", "t_max", "envs_per_worker", "target_update", "eval_every", "eval_episodes",
@@ -155,6 +168,20 @@ class Config:
             positive(name, integer=False)
         if not 0 < self.gamma <= 1 or not 0 < self.rms_alpha < 1:
             raise ConfigError("--gamma must be in (0, 1] and --rms-alpha in (0, 1)")
+        for e in [self.eps_start, self.eval_epsilon, *self.eps_finals]:
+            if not 0 <= e <= 1:
+                raise ConfigError(f"epsilons must lie in [0, 1], got {e}")
+        if self.stop_return is not None and not math.isfinite(self.stop_return):
+            raise ConfigError(f"--stop-return must be a finite number, got {self.stop_return!r}")
+        if isinstance(self.max_restarts, bool) or self.max_restarts < 0:
+            raise ConfigError(f"--max-restarts must be an integer >= 0, got {self.max_restarts!r}")
+        if min(self.noop_max, self.grad_clip, self.entropy_beta, self.eps_anneal_frames, self.video_steps,
+               self.learning_starts) < 0:
+            raise ConfigError("--noop-max, --grad-clip, --entropy-beta, --eps-anneal-frames, --video-steps and "
+                              "--learning-starts must be >= 0")
+
+    def _check_combinations(self) -> None:
+        """Values that must fit together."""
         if self.batch_size > self.replay_size:
             raise ConfigError(f"--batch-size {self.batch_size} is larger than --replay-size {self.replay_size}")
         if ALGORITHMS[self.algo].replay and self.envs_per_worker != 1:
@@ -169,20 +196,6 @@ class Config:
             raise ConfigError(f"--eval-every {self.eval_every} is larger than --frames {self.frames}")
         if len(self.eps_finals) != len(self.eps_probs) or abs(sum(self.eps_probs) - 1) > 1e-6:
             raise ConfigError("--eps-probs must have one probability per --eps-finals value and sum to 1")
-        for e in [self.eps_start, self.eval_epsilon, *self.eps_finals]:
-            if not 0 <= e <= 1:
-                raise ConfigError(f"epsilons must lie in [0, 1], got {e}")
-        if self.cluster and self.cluster != "auto" and not re.fullmatch(r"[\w.\-]+:\d{1,5}|\[[0-9a-fA-F:]+\]:\d{1,5}",
-                                                                      self.cluster):
-            raise ConfigError(f"--cluster must be auto or the Ray head's host:port, got {self.cluster!r}")
-        if self.stop_return is not None and not math.isfinite(self.stop_return):
-            raise ConfigError(f"--stop-return must be a finite number, got {self.stop_return!r}")
-        if isinstance(self.max_restarts, bool) or self.max_restarts < 0:
-            raise ConfigError(f"--max-restarts must be an integer >= 0, got {self.max_restarts!r}")
-        if min(self.noop_max, self.grad_clip, self.entropy_beta, self.eps_anneal_frames, self.video_steps,
-               self.learning_starts) < 0:
-            raise ConfigError("--noop-max, --grad-clip, --entropy-beta, --eps-anneal-frames, --video-steps and "
-                              "--learning-starts must be >= 0")
 
     def resolved_threads(self) -> int:
         return self.threads or (os.cpu_count() or 1)

@@ -1,4 +1,6 @@
-"""One actor-learner: sync -> act t_max steps in each of its games -> one loss -> push gradients -> count frames."""
+"""The worker process's entry point, and the on-policy methods' loop body (OnPolicy): sync -> act t_max steps
+in each of the worker's games -> one loss -> push gradients -> count frames. What every worker has besides is in
+actor_learner.py; DQN's loop body is in replay_worker.py."""
 
 from __future__ import annotations
 
@@ -19,9 +21,9 @@ from hogwild_dqn.shared import SharedState, run_child, sync_local
 
 
 def worker_process(rank: int, restart: int, run: Run, shared: SharedState, report) -> None:
-    """Process entry point (spawn); failures go up `report`, a pipe to the runner. `restart`: how many times
-    this rank was restarted (it picks the worker's random streams). A replay method has a loop of its own
-    (replay_worker.py)."""
+    """Process entry point (spawn); failures go up `report`, a pipe to the runner. `restart`: the run's
+    restarts so far when this process started (0 at first; it picks the worker's random streams). A replay
+    method has a loop body of its own (replay_worker.py)."""
     loop = run_replay_worker if ALGORITHMS[run.cfg.algo].replay else run_worker
     run_child(f"worker{rank}", report, loop, rank, restart, run, shared)
 
