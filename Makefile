@@ -119,13 +119,13 @@ bench: $(STAMP)
 play: $(STAMP)
 	$(PY) -m hogwild_dqn.play $(or $(RUN),$(error give the run dir: make play RUN=runs/...)) --episodes $(EPISODES) $(ARGS)
 
-# SB3 A2C with rl-zoo's Atari hyperparameters, evaluated and summarized as our runs (README "Against SB3").
+# SB3 A2C with rl-zoo's Atari hyperparameters, evaluated and summarized as our runs (docs/results.md).
 SB3_GAME = $(or $(GAME),Breakout)
 baseline-sb3: $(BASELINES_STAMP)
 	$(PY) baselines/sb3_a2c.py --game $(SB3_GAME) --frames $(or $(FRAMES),10000000) --seed $(or $(SEED),1) \
 	  --run-dir $(or $(RUN_DIR),runs/sb3-a2c-$(SB3_GAME)-s$(or $(SEED),1)) $(ARGS)
 
-# The README's results table: every run of it (or ROWS="name ..."), one after another, skipping finished ones (hours).
+# docs/results.md's runs: every one (or ROWS="name ..."), one after another, skipping finished ones (hours).
 evidence: $(STAMP)
 	EVIDENCE_DIR=$(or $(LOGDIR),runs/evidence) scripts/evidence.sh $(ROWS)
 
@@ -136,7 +136,7 @@ benchmark: $(BENCHMARK_STAMP)
 	  $(call opt,--seeds,$(SEEDS_LIST)) $(call opt,--frames,$(FRAMES)) $(call opt,--algo,$(ALGO)) \
 	  $(call opt,--threads,$(THREADS)) $(BENCHMARK_ARGS)
 
-# DQN's replay memory x target network, on and off, on CartPole with 5 seeds: table and plot (README "DQN ablation").
+# DQN's replay memory x target network, on and off, on CartPole with 5 seeds: table and plot (docs/results.md).
 ablation: $(STAMP)
 	$(PY) -m hogwild_dqn.tools.ablation $(call opt,--logdir,$(LOGDIR)) $(call opt,--frames,$(FRAMES)) $(ARGS)
 

@@ -1,7 +1,7 @@
 """Several machines on Ray: each runs the usual Hogwild pool; a global holder merges their parameter changes.
 
 The only modules that import Ray (this one and cluster_actors.py, where the actors live), and only when
---cluster is given. Shape (README, "Beyond one machine"):
+--cluster is given. Shape (docs/cluster.md):
 - ParameterHolder (one Ray actor, on the head): the global weights, the target network, the global frame
   counter, the evaluations; it writes checkpoint.pt, best.pt, summary.json and the machines' event files.
 - NodePool (one Ray actor per machine, num_cpus = its workers): the local pool of worker processes over one

@@ -56,7 +56,7 @@ class Config:
     hidden: int = _f(256, "width of the fully connected layer(s)")
     mlp_layers: int = _f(2, "hidden layers of the MLP torso used for vector observations")
     obs_standardize: bool = _f(False, "Atari: the network sees each observation at mean 0, std 1 rather than "
-                                      "pixels/255 (keeps conv1 alive under Adam; README 'Pong')")
+                                      "pixels/255 (keeps conv1 alive under Adam; docs/results.md)")
     obs_normalize: bool = _f(False, "vector observations: the network sees them standardized by the running mean "
                                     "and variance of all workers' observations (kept in the model; not with "
                                     "--cluster or a replay algorithm)")
@@ -115,7 +115,7 @@ class Config:
     clip_rewards: bool = _f(True, "Atari, training only: clip rewards to [-1, 1]")
     reward_scale: float = _f(1.0, "training only: rewards are multiplied by this (after Atari's clipping)")
     life_loss_terminal: bool = _f(True, "Atari, training only: a lost life is a terminal for the return maths")
-    # several machines (Ray; see README "Beyond one machine")
+    # several machines (Ray; docs/cluster.md)
     cluster: str = _f("", "Ray cluster to train on: auto, or the head's host:port; empty: this machine only, "
                           "Ray is not imported")
     sync_seconds: float = _f(1.0, "cluster: seconds between a machine's exchanges with the parameter holder")

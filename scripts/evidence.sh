@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's results table, run after run (each takes the whole 2-core machine): `make evidence`.
+# The runs of docs/results.md's tables, run after run (each takes the whole 2-core machine): `make evidence`.
 # `scripts/evidence.sh ROW...` (make evidence ROWS="...") runs only the named rows, in the order given.
 # A run whose dir already holds summary.json is skipped, so the list can be resumed; each run's console
 # output goes to <dir>.log beside it and the start and end of each run to chain.log.
@@ -21,10 +21,10 @@ for game in Breakout SpaceInvaders BeamRider Qbert; do
   row "$(echo $game | tr A-Z a-z)-a3c-s1" train GAME=$game SEED=1 FRAMES=10000000
 done
 row sb3-a2c-breakout-s1 baseline-sb3 GAME=Breakout SEED=1 FRAMES=10000000
-# standard (1 process) against asynchronous (2 processes) DQN with replay on Pong (README "Standard against
+# standard (1 process) against asynchronous (2 processes) DQN with replay on Pong (docs/results.md "Standard against
 # asynchronous DQN")
 for t in 2 1; do row "pong-dqn-t$t-s1" train GAME=Pong ALGO=dqn THREADS=$t SEED=1 ARGS="--stop-return 18"; done
-# continuous actions (README "Continuous actions"); MuJoCo rows install the optional extra first
+# continuous actions (docs/results.md "Continuous actions"); MuJoCo rows install the optional extra first
 for seed in 1 2 3; do row "pendulum-a3c-s$seed" train GAME=Pendulum-v1 SEED=$seed; done
 for seed in 1 2 3; do
   row "invertedpendulum-a3c-s$seed" install-mujoco train GAME=InvertedPendulum-v5 SEED=$seed ARGS="--stop-return 950"

@@ -62,7 +62,7 @@ def test_dqn_learns_cartpole_on_two_machines_each_worker_with_its_own_replay_mem
     policy scores about 22). A DQN worker on CartPole pushes an update every agent step, so a machine's
     weights drift far from the others' between exchanges: at the default 1 s (and at 0.2 s) 3 of 5 runs reached
     195 and their evaluations swung between 10 and 400; exchanging every 0.05 s (CartPole's network is 18 kB),
-    8 of 8 runs reached it within 80k frames (README, "DQN on the cluster")."""
+    8 of 8 runs reached it within 80k frames (docs/cluster.md)."""
     run = tmp_path / "run"
     r = run_train("--game", "CartPole-v1", "--algo", "dqn", "--threads", 1, "--frames", 150_000, "--eval-every",
                   10_000, "--seed", 1, "--log-every", 20, "--sync-seconds", 0.05, "--stop-return", 195,

@@ -16,7 +16,7 @@ class Algorithm:
     """What an algorithm needs from the trainer."""
     loss_path: str                 # "module:function" of its pure loss: (outputs, target_q_next, segment, **hp),
                                    # or for a replay method (q, next_q, next_q_online, batch)
-    summary: str                   # one line for --help and the README
+    summary: str                   # one line for --help
     actor_critic: bool             # network: (policy logits, state value); else one Q-value per action
     target_network: bool           # bootstraps from a shared target network copied every --target-update frames
     next_action: bool = False      # its target uses the action taken next, chosen before the update (SARSA)
