@@ -32,7 +32,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                                                           "(default: the run's seed + 20000)")
     p.add_argument("--deterministic", action=argparse.BooleanOptionalAction, default=None,
                    help="A3C: take the policy's most likely action (a Gaussian's mean) rather than sample it "
-                        "(default: as the run evaluated, its --deterministic-eval)")
+                        "(default: the mean for continuous actions, else as the run evaluated, its "
+                        "--deterministic-eval)")
     p.add_argument("--last", action="store_true",
                    help="play the run's last weights (checkpoint.pt) rather than its best periodic evaluation's")
     p.add_argument("--video", action=argparse.BooleanOptionalAction, default=True,
@@ -76,8 +77,10 @@ def play(run_dir: Path, episodes: int, device: str, seed: int | None, video: boo
         print(f"play: no video: {cfg.game} cannot draw its screens on this machine ({problem})", flush=True)
         video = False
     env = make_env(cfg, seed, for_eval=True, render=video)
+    acting = ("epsilon-greedy" if not policy.actor_critic else "the policy's most likely action (the Gaussian's "
+              "mean: --no-deterministic samples)" if policy.deterministic else "actions sampled from the policy")
     print(f"{policy.source}: {cfg.variant()} on {cfg.game} after {policy.frames:,} frames "
-          f"(evaluator's best {policy.best_eval_return:g}); {episodes} games on {device}", flush=True)
+          f"(evaluator's best {policy.best_eval_return:g}); {episodes} games on {device}, {acting}", flush=True)
     scores, out = [], None
     try:
         for i in range(episodes):

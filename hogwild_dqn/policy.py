@@ -95,7 +95,8 @@ def load_policy(run_dir: str | Path, device: str = "cpu", seed: int = 0, determi
     weights, which its score is about), ready for `policy.act(observation)` on the
     env that `make_env(policy.cfg, seed, for_eval=True)` builds. The file used and its frames: policy.source,
     policy.frames, policy.best_eval_return. `deterministic` (A3C): take the most likely action (the Gaussian's
-    mean) rather than sample; None: as the run evaluated (--deterministic-eval)."""
+    mean) rather than sample; None: the Gaussian's mean for continuous actions, else as the run evaluated
+    (--deterministic-eval)."""
     path = policy_file(run_dir, last)
     ckpt = read_checkpoint(path)
     saved = ckpt.get("config")
@@ -110,6 +111,8 @@ def load_policy(run_dir: str | Path, device: str = "cpu", seed: int = 0, determi
     except (RuntimeError, KeyError, TypeError) as e:
         raise ConfigError(f"checkpoint {path} does not fit its own network ({first_line(e)[:120]})") \
             from None
+    if deterministic is None and spec.continuous:  # a trained controller is judged by its mean action
+        deterministic = True
     policy = Policy(net, cfg, device, seed, deterministic)
     policy.source, policy.frames = path, int(ckpt["frames"])
     policy.best_eval_return = float(ckpt.get("best_eval_return", -math.inf))

@@ -45,15 +45,19 @@ def test_a3c_learns_pendulum_and_the_run_plays(tmp_path):
     assert ckpt["continuous"] is True and ckpt["n_actions"] == 1  # one torque
     assert ckpt["model"]["pi.variance.weight"].shape == (1, 64)  # the Gaussian head
     assert (run / "best_episode.gif").stat().st_size > 0  # Pendulum draws with pygame, no display needed
-    policy = hogwild_dqn.load_policy(run)
+    policy = hogwild_dqn.load_policy(run)  # continuous actions: the Gaussian's mean by default
     env = hogwild_dqn.make_env(policy.cfg, seed=5, for_eval=True)
     obs, _ = env.reset()
     action = policy.act(obs)
     assert isinstance(action, np.ndarray) and action.shape == (1,) and np.isfinite(action).all()
+    assert policy.deterministic and np.array_equal(policy.act(obs), action)
+    sampling = hogwild_dqn.load_policy(run, deterministic=False)
+    assert len({float(sampling.act(obs)[0]) for _ in range(5)}) == 5
     env.step(action)
     env.close()
     play = run_cmd([sys.executable, "-m", "hogwild_dqn.play", run, "--episodes", 2], 300)
     assert play.returncode == 0 and "a3c on Pendulum-v1" in play.stdout, play.stderr[-2000:]
+    assert "the policy's most likely action (the Gaussian's mean: --no-deterministic samples)" in play.stdout
     assert (run / "play.mp4").stat().st_size > 0
 
 
