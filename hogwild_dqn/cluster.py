@@ -33,7 +33,7 @@ from hogwild_dqn import config
 from hogwild_dqn.checkpoint import resume_point
 from hogwild_dqn.cluster_actors import SYNC_TIMEOUT, Evaluator, NodePool, ParameterHolder
 from hogwild_dqn.config import Config, ConfigError, first_line
-from hogwild_dqn.console import Console
+from hogwild_dqn.console import STATUS, Console, finishing
 from hogwild_dqn.envs import env_spec
 from hogwild_dqn.evaluation import next_point, points_skipped, stop_reason
 from hogwild_dqn.rundir import final_line, prepare_run_dir
@@ -108,7 +108,8 @@ def run_cluster(cfg: Config, resume: str | None) -> int:
     try:
         with Console(cfg, start["frames"], f"{cfg.game} {cfg.variant()} on Ray") as console:
             console.status = driver.loop(console)
-        return driver.finish(*console.status)
+        with finishing() as note:  # a signal from here on cuts the final evaluation, never the saving
+            return driver.finish(*console.status, note)
     finally:
         ray.shutdown()
 
@@ -233,9 +234,9 @@ class Driver:
             return 1, (f"the parameter holder is gone ({_last_line(e)}); the run stops; its last checkpoint is "
                        f"{self.run_dir / 'checkpoint.pt'}: continue with --resume {self.run_dir}")
 
-    def finish(self, status: int, reason: str) -> int:
+    def finish(self, status: int, reason: str, note) -> int:
         """Stop the machines (bounded), evaluate the final weights after a normal end, write checkpoint +
-        summary."""
+        summary. A signal noted meanwhile (`note`, see console.finishing) cuts the final evaluation short."""
         from ray.exceptions import RayError
 
         ray = self.ray
@@ -257,8 +258,18 @@ class Driver:
                     self.collect_eval()
                 st = ray.get(self.holder.status.remote(), timeout=SYNC_TIMEOUT)
                 self.frames = st["frames"]
+                _say(self.run_dir, f"training done; the final evaluation: {self.cfg.final_eval_episodes} games of "
+                                   "the last weights")
                 self.ask_eval(st["best"], final=True)
-                self.collect_eval()
+                while note.signum is None and not ray.wait([self.pending_eval[0]], timeout=0.25)[0]:
+                    pass
+                if note.signum is None:
+                    self.collect_eval()
+                else:  # so that --resume plays the final games
+                    self.pending_eval = None
+                    code, name = STATUS[note.signum]
+                    _say(self.run_dir, f"{name}: the final evaluation is cut short; the run is saved without it")
+                    status, reason = code, f"interrupted ({name}) while finishing"
             summary = ray.get(self.holder.finish.remote(reason, sorted(self.names.values())))
         except RayError as e:
             print(f"train.py: the cluster failed while finishing ({_last_line(e)}); "

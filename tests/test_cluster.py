@@ -1,5 +1,6 @@
 """Cluster runs on a real 2-machine Ray cluster on loopback (Ray's own multi-node test support), real processes."""
 
+import signal
 import subprocess
 import sys
 import time
@@ -194,3 +195,24 @@ def test_the_rebase_keeps_what_workers_push_during_an_exchange():
     expected = 1500 + 0.5 * rounds
     lost = expected - param  # updates lost per weight, in units of +1 pushes and +0.5 rebases
     assert float(lost.mean()) < 5 and float(lost.max()) < 20, (rounds, float(lost.mean()), float(lost.max()))
+
+
+def test_a_signal_during_the_clusters_final_evaluation_cuts_it_and_the_run_is_saved(cluster, tmp_path):
+    run = tmp_path / "run"
+    proc = start([sys.executable, ROOT / "train.py", "--no-progress", *CARTPOLE, "--frames", 6000,
+                  "--final-eval-episodes", 100000, "--cluster", cluster.address, "--run-dir", run])
+    try:
+        log = run / "cluster.log"
+        _wait_for(lambda: log.is_file() and "the final evaluation: 100000 games" in log.read_text(), 240,
+                  "the final evaluation")
+        time.sleep(1)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130 and "Traceback" not in err, err[-3000:]
+    assert "SIGINT: the final evaluation is cut short; the run is saved without it" in err
+    s = read_summary(run)
+    assert s["status"] == "interrupted (SIGINT) while finishing" and s["final_eval"] is None
+    assert load_checkpoint(run / "checkpoint.pt", "CartPole-v1", "a3c")["frames"] == s["frames"] >= 6000
