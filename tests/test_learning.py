@@ -51,3 +51,10 @@ def test_stop_return_ends_the_run_at_the_first_evaluation_that_reaches_it(cartpo
     proc = run_train("--resume", run, "--stop-return", "none", "--frames", summary["frames"] + 4000, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert read_summary(run)["status"] == "finished"
+
+
+def test_every_algorithm_of_the_table_is_held_to_a_score():
+    """A new ALGORITHMS row needs its CartPole budget here, or this fails (docs/design.md, adding an algorithm)."""
+    from hogwild_dqn.algorithms import ALGORITHMS
+
+    assert set(BUDGETS) == set(ALGORITHMS)
