@@ -124,7 +124,10 @@ def bench_config(game: str, algo: str, envs: int, overrides: dict) -> Config:
 DRIVER = """
 import json, sys
 import torch
-from hogwild_dqn.tools.bench import point_config, workers_fps
+try:
+    from hogwild_dqn.tools.bench import point_config, workers_fps
+except ImportError:  # a commit from before the tools moved into hogwild_dqn/tools
+    from hogwild_dqn.bench import point_config, workers_fps
 from hogwild_dqn.config import Config
 a = json.loads(sys.argv[1])
 torch.set_num_threads(1)
@@ -149,7 +152,7 @@ def point_in_tree(tree: Path, point: dict) -> tuple[float, float]:
 
 def baseline_tree(ref: str, into: Path) -> str:
     """Extract commit `ref` of this repository into `into`; return its short hash. A bad ref is one line."""
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     rev = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "--verify", f"{ref}^{{commit}}"],
                          capture_output=True, text=True)
     if rev.returncode != 0:
