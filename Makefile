@@ -26,6 +26,7 @@ ROWS    ?=
 GAMES   ?=
 SEEDS_LIST ?=
 BENCHMARK_ARGS ?=
+SUITE   ?=
 
 opt = $(if $(strip $(2)),$(1) $(2))
 TRAIN_ARGS = $(call opt,--game,$(GAME)) $(call opt,--algo,$(ALGO)) $(call opt,--threads,$(THREADS)) \
@@ -80,7 +81,7 @@ $(STAMP): requirements.txt pyproject.toml
 train: $(STAMP) $(if $(strip $(CLUSTER)),$(CLUSTER_STAMP))
 	$(VENV)/bin/hogwild-train $(TRAIN_ARGS)
 
-test: $(STAMP) $(CLUSTER_STAMP) $(MUJOCO_STAMP) $(BENCHMARK_STAMP)
+test: $(STAMP) $(CLUSTER_STAMP) $(MUJOCO_STAMP) $(BENCHMARK_STAMP) $(BASELINES_STAMP)
 	$(PY) -m pytest -q tests
 
 # Fast feedback (under a minute): ruff, and the tests that train nothing (maths, config, envs, shared memory,
@@ -131,10 +132,11 @@ evidence: $(STAMP)
 
 # The benchmark suite: GAMES x SEEDS (default: six games, seeds 1-3, A3C, 10M frames each; hours), one run after
 # another into LOGDIR (runs/benchmark), resumable, then benchmark.md with the IQM over games (docs/results.md).
-benchmark: $(BENCHMARK_STAMP)
-	$(PY) -m hogwild_dqn.tools.benchmark $(call opt,--logdir,$(LOGDIR)) $(call opt,--games,$(GAMES)) \
-	  $(call opt,--seeds,$(SEEDS_LIST)) $(call opt,--frames,$(FRAMES)) $(call opt,--algo,$(ALGO)) \
-	  $(call opt,--threads,$(THREADS)) $(BENCHMARK_ARGS)
+# SUITE=mujoco: four MuJoCo tasks x 1M steps, each beside Stable-Baselines3 A2C (runs/benchmark-mujoco).
+benchmark: $(BENCHMARK_STAMP) $(if $(filter mujoco,$(SUITE)),$(BASELINES_STAMP) $(MUJOCO_STAMP))
+	$(PY) -m hogwild_dqn.tools.benchmark $(call opt,--suite,$(SUITE)) $(call opt,--logdir,$(LOGDIR)) \
+	  $(call opt,--games,$(GAMES)) $(call opt,--seeds,$(SEEDS_LIST)) $(call opt,--frames,$(FRAMES)) \
+	  $(call opt,--algo,$(ALGO)) $(call opt,--threads,$(THREADS)) $(BENCHMARK_ARGS)
 
 # DQN's replay memory x target network, on and off, on CartPole with 5 seeds: table and plot (docs/results.md).
 ablation: $(STAMP)

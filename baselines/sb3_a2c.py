@@ -12,14 +12,17 @@ SB3's defaults otherwise (lr 7e-4 constant, n_steps 5, gamma 0.99, max_grad_norm
 emulator frames (4 per env step) as our --frames does; the zoo's 1e7 timesteps are 4e7 frames.
 
 A gymnasium id (HalfCheetah-v5, ...; `make install-mujoco` for MuJoCo): rl-zoo's MuJoCo hyperparameters for
-A2C (its HalfCheetah entry, the hub's sb3/a2c-HalfCheetah-v3 agent: MlpPolicy, observations normalized by
-VecNormalize, rewards not, SB3's defaults otherwise: 1 env, n_steps 5, lr 7e-4, RMSprop). `--frames` counts env
-steps there (no frame skip), as ours does; `--n-envs` defaults to 1.
+A2C (hyperparams/a2c.yml's mujoco-defaults, the same for HalfCheetah, Ant, Hopper and Walker2d; as the hub's
+sb3/a2c-HalfCheetah-v3 agent: MlpPolicy, observations normalized by VecNormalize, rewards not, SB3's defaults
+otherwise: 1 env, n_steps 5, lr 7e-4, RMSprop). `--frames` counts env steps there (no frame skip), as ours does;
+`--n-envs` defaults to 1.
 
 Evaluation as our evaluator's: every --eval-every frames, --eval-episodes whole games (no life-loss terminal,
-raw scores, no-op starts, the policy sampled) on an env seeded apart from training. The run dir gets a
-config.yaml and a summary.json in our format (rewritten at every evaluation, so a run cut short keeps its
-curve), which `make report` reads beside our runs.
+raw scores, no-op starts) on an env seeded apart from training; Atari samples the policy, continuous tasks take
+its mean (deterministic=True, as rl-zoo evaluates them). A run that trains all its frames ends with a final
+evaluation of its last weights over --final-eval-episodes (30) games, its score. The run dir gets a config.yaml
+and a summary.json in our format (rewritten at every evaluation, so a run cut short keeps its curve), which
+`make report` and `make benchmark` read beside our runs.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ def parse(argv):
                         "gains nothing from a second thread; two ran 4x slower beside another process here)")
     p.add_argument("--eval-every", type=int, default=500_000, help="frames between evaluations")
     p.add_argument("--eval-episodes", type=int, default=5)
+    p.add_argument("--final-eval-episodes", type=int, default=30, help="games of the last weights' evaluation")
     p.add_argument("--run-dir", type=Path, required=True, help="a new or empty directory")
     args = p.parse_args(argv)
     args.atari = "-v" not in args.game or args.game.startswith("ALE/")
@@ -58,8 +62,10 @@ def parse(argv):
         args.n_envs = 16 if args.atari else 1
     if args.torch_threads is None:
         args.torch_threads = 2 if args.atari else 1
-    if min(args.frames, args.n_envs, args.torch_threads, args.eval_every, args.eval_episodes) < 1:
-        p.error("--frames, --n-envs, --torch-threads, --eval-every and --eval-episodes must be positive")
+    if min(args.frames, args.n_envs, args.torch_threads, args.eval_every, args.eval_episodes,
+           args.final_eval_episodes) < 1:
+        p.error("--frames, --n-envs, --torch-threads, --eval-every, --eval-episodes and --final-eval-episodes must "
+                "be positive")
     if args.run_dir.exists() and (not args.run_dir.is_dir() or any(args.run_dir.iterdir())):
         p.error(f"run dir {args.run_dir} already exists and is not empty")
     return args
@@ -105,27 +111,31 @@ def main(argv=None) -> int:
         eval_env = VecNormalize(make_vec_env(env_id, n_envs=1, seed=args.seed + EVAL_SEED_OFFSET), norm_obs=True,
                                 norm_reward=False, training=False)
         model = A2C("MlpPolicy", env, seed=args.seed, device="cpu", verbose=0)
-    start, evals = time.time(), []
+    start, evals, final = time.time(), [], {}
 
     def write_summary(status: str, frames: int) -> None:
         wall = time.time() - start
         summary = {"game": args.game, "algo": "sb3_a2c", "threads": 1, "seed": args.seed, "status": status,
                    "frames": frames, "wall_seconds": round(wall, 2),
                    "frames_per_second": round(frames / max(wall, 1e-9), 1),
-                   "best_eval_return": max((e["mean_return"] for e in evals), default=None),
+                   "final_eval": final or None,
+                   "best_eval_return": max((e["mean_return"] for e in evals if not e["final"]), default=None),
                    "evaluator_device": "cpu", "evals": evals}
         (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
 
-    def evaluate(frames: int) -> None:
+    def evaluate(frames: int, episodes: int, last: bool = False) -> None:
         t0 = time.time()
         if not args.atari:
             eval_env.obs_rms = env.obs_rms.copy()
-        returns, _ = evaluate_policy(model, eval_env, n_eval_episodes=args.eval_episodes, deterministic=False,
+        returns, _ = evaluate_policy(model, eval_env, n_eval_episodes=episodes, deterministic=not args.atari,
                                      return_episode_rewards=True)
         evals.append({"frames": frames, "wall_seconds": round(t0 - start, 2), "mean_return": float(np.mean(returns)),
-                      "std_return": float(np.std(returns)), "episodes": len(returns)})
-        print(f"{frames:,} frames, {t0 - start:.0f}s: eval mean {evals[-1]['mean_return']:g} "
-              f"± {evals[-1]['std_return']:.1f}", flush=True)
+                      "std_return": float(np.std(returns)), "episodes": len(returns), "final": last})
+        if last:
+            final.update({k: evals[-1][k] for k in ("frames", "mean_return", "std_return", "episodes")},
+                         returns=[float(r) for r in returns])
+        print(f"{frames:,} frames, {t0 - start:.0f}s: {'final ' if last else ''}eval mean "
+              f"{evals[-1]['mean_return']:g} ± {evals[-1]['std_return']:.1f} over {len(returns)} games", flush=True)
         write_summary("running", frames)
 
     class Every(BaseCallback):
@@ -135,8 +145,8 @@ def main(argv=None) -> int:
 
         def _on_step(self) -> bool:
             frames = self.num_timesteps * skip
-            if frames >= self.next:
-                evaluate(frames)
+            if frames >= self.next and frames < args.frames:  # the last frames get the final evaluation
+                evaluate(frames, args.eval_episodes)
                 self.next = (frames // args.eval_every + 1) * args.eval_every
             return True
 
@@ -146,13 +156,15 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         status = "interrupted"
     frames = model.num_timesteps * skip
-    if status == "finished" and (not evals or evals[-1]["frames"] != frames):
-        evaluate(frames)
+    if status == "finished":
+        evaluate(frames, args.final_eval_episodes, last=True)
     write_summary(status, frames)
     model.save(run_dir / "model.zip")
     if not args.atari:
         env.save(str(run_dir / "vecnormalize.pkl"))  # the observation statistics the model acts through
-    print(f"{status}: {frames} frames in {time.time() - start:.0f}s, run dir {run_dir}")
+    said = (f"final eval {final['mean_return']:g} ± {final['std_return']:.1f} over {final['episodes']} games"
+            if final else "no final evaluation")
+    print(f"{status}: {frames} frames in {time.time() - start:.0f}s, {said}, run dir {run_dir}")
     return 0 if status == "finished" else 130
 
 

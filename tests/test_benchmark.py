@@ -82,3 +82,21 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, said):
 def test_the_report_of_a_suite_without_runs_says_so(tmp_path):
     done = benchmark("--logdir", tmp_path, "--report-only")
     assert done.returncode == 2 and "no finished or cut runs of this suite under" in done.stderr
+
+
+def test_the_mujoco_suite_runs_sb3_a2c_beside_each_run_and_tables_both(tmp_path):
+    """The continuous suite's shape on a short task: our run, then SB3 A2C's with the same frames and seed, both
+    ending with a final evaluation of the policy's mean, and the report's table of the two side by side."""
+    done = benchmark("--suite", "mujoco", "--games", "InvertedPendulum-v5", "--seeds", 1, "--frames", 4000,
+                     "--logdir", tmp_path, "--", "--eval-every", 2000, "--final-eval-episodes", 5)
+    assert done.returncode == 0, done.stderr
+    ours = json.loads((tmp_path / "InvertedPendulum-v5-a3c-s1" / "summary.json").read_text())
+    sb3 = json.loads((tmp_path / "InvertedPendulum-v5-sb3_a2c-s1" / "summary.json").read_text())
+    assert ours["final_eval"]["episodes"] == 5 and sb3["final_eval"]["episodes"] == 30
+    assert sb3["status"] == "finished" and sb3["frames"] == 4000 and sb3["evals"][-1]["final"]
+    cmd = (tmp_path / "chain.log").read_text()
+    assert "sb3_a2c.py --game InvertedPendulum-v5 --frames 4000 --seed 1" in cmd
+    report = (tmp_path / "benchmark.md").read_text()
+    row = [line for line in report.splitlines() if line.startswith("| InvertedPendulum-v5 |")][-1]  # beside SB3
+    assert f"s1 {ours['final_eval']['mean_return']:.1f} / {sb3['final_eval']['mean_return']:.1f}" in row
+    assert "No IQM: these games have no random and human reference scores" in report

@@ -1,8 +1,13 @@
 """The benchmark suite: games x seeds of one algorithm, run one after another into one log root, then its report.
 
-    python -m hogwild_dqn.tools.benchmark [--games Pong Breakout ...] [--seeds 1 2 3] [--frames 10000000]
-        [--algo a3c] [--threads 2] [--logdir runs/benchmark] [--report-only] [-- train.py flags]
-    (or: make benchmark)
+    python -m hogwild_dqn.tools.benchmark [--suite atari|mujoco] [--games Pong Breakout ...] [--seeds 1 2 3]
+        [--frames 10000000] [--algo a3c] [--threads 2] [--sb3] [--logdir runs/benchmark] [--report-only]
+        [-- train.py flags]
+    (or: make benchmark, make benchmark SUITE=mujoco)
+
+The atari suite (the default): A3C on six games, 10M frames each. The mujoco suite: Hopper, Walker2d,
+HalfCheetah and Ant (v5), 1M steps each, and beside each run Stable-Baselines3 A2C with rl-zoo's settings
+(baselines/sb3_a2c.py, `make install-baselines`; --sb3 / --no-sb3 for any suite).
 
 Each run goes to <logdir>/<game>-<algo>-s<seed> (console output in <run>.log beside it, starts and ends in
 chain.log). A finished run is kept and not run again; a cut one is resumed from its checkpoint, so the suite can
@@ -33,7 +38,12 @@ from hogwild_dqn import __version__
 from hogwild_dqn.config import ConfigError, Parser
 from hogwild_dqn.tools import TRAIN
 
-GAMES = ("Pong", "Breakout", "SpaceInvaders", "BeamRider", "Qbert", "Seaquest")
+SUITES = {  # name -> (games, frames of each run, SB3 A2C beside it)
+    "atari": (("Pong", "Breakout", "SpaceInvaders", "BeamRider", "Qbert", "Seaquest"), 10_000_000, False),
+    "mujoco": (("Hopper-v5", "Walker2d-v5", "HalfCheetah-v5", "Ant-v5"), 1_000_000, True),
+}
+SB3 = "sb3_a2c"  # the baseline's name in run dirs and tables
+SB3_SCRIPT = Path(__file__).resolve().parents[2] / "baselines" / "sb3_a2c.py"  # a checkout's, not installed
 # (random, human) scores with no-op starts, from DeepMind's dqn_zoo (dqn_zoo/atari_data.py), the table most
 # papers since 2015 normalize with; the A3C paper used its own human-starts table.
 HUMAN_REFERENCE = {"Pong": (-20.7, 14.6), "Breakout": (1.7, 30.5), "SpaceInvaders": (148.0, 1668.7),
@@ -82,6 +92,27 @@ def read_summary(run: Path) -> dict | None:
 def is_done(run: Path) -> bool:
     summary = read_summary(run)
     return summary is not None and summary["status"].startswith(DONE)
+
+
+def sb3_command(args: argparse.Namespace, game: str, seed: int, run: Path) -> list[str]:
+    """The baseline's run beside ours: same game, frames and seed; evaluated as often (a cut one starts over)."""
+    return [sys.executable, str(SB3_SCRIPT), "--game", game, "--frames", str(args.frames), "--seed", str(seed),
+            "--eval-every", str(max(1, args.frames // 20)), "--run-dir", str(run)]
+
+
+def jobs(args: argparse.Namespace) -> list[tuple[str, int, str]]:
+    """(game, seed, algo) of every run of the suite, in the order they run: each of ours, then SB3's beside it."""
+    out = []
+    for game in args.games:
+        for seed in args.seeds:
+            out.append((game, seed, args.algo))
+            if args.sb3:
+                out.append((game, seed, SB3))
+    return out
+
+
+def command(args: argparse.Namespace, game: str, seed: int, algo: str, run: Path) -> list[str]:
+    return sb3_command(args, game, seed, run) if algo == SB3 else train_command(args, game, seed, run)
 
 
 def train_command(args: argparse.Namespace, game: str, seed: int, run: Path) -> list[str]:
@@ -139,33 +170,34 @@ def run_suite(args: argparse.Namespace) -> list[str]:
     """Every game x seed one after another, skipping done runs; return the names of runs that failed."""
     args.logdir.mkdir(parents=True, exist_ok=True)
     chain, failed = args.logdir / "chain.log", []
-    for game in args.games:
-        for seed in args.seeds:
-            name = run_name(game, args.algo, seed)
-            run = args.logdir / name
-            if is_done(run):
-                continue
-            if run.exists() and not (run / "checkpoint.pt").is_file():  # cut before its first checkpoint
-                run.rename(run.with_name(f"{name}.cut-{int(time.time())}"))
-            cmd = train_command(args, game, seed, run)
-            say(chain, f"start {name} (commit {commit()}, {machine()}): {' '.join(cmd[1:])}")
-            rc = train(cmd, args.logdir / f"{name}.log")
-            say(chain, f"end {name} rc={rc}")
-            if rc in (130, 143):  # the run was stopped (Ctrl-C, SIGTERM): so is the suite
-                raise KeyboardInterrupt
-            if rc == 2:  # train.py refused its command line: every other run would too
-                said = (args.logdir / f"{name}.log").read_text().strip().splitlines()
-                raise BenchmarkError(f"train.py refused the run {name}: {said[-1] if said else 'no output'}")
-            if rc != 0:
-                failed.append(name)
+    for game, seed, algo in jobs(args):
+        name = run_name(game, algo, seed)
+        run = args.logdir / name
+        if is_done(run):
+            continue
+        if run.exists() and not (run / "checkpoint.pt").is_file():  # cut before its first checkpoint (or SB3's)
+            run.rename(run.with_name(f"{name}.cut-{int(time.time())}"))
+        cmd = command(args, game, seed, algo, run)
+        say(chain, f"start {name} (commit {commit()}, {machine()}): {' '.join(cmd[1:])}")
+        rc = train(cmd, args.logdir / f"{name}.log")
+        say(chain, f"end {name} rc={rc}")
+        if rc in (130, 143):  # the run was stopped (Ctrl-C, SIGTERM): so is the suite
+            raise KeyboardInterrupt
+        if rc == 2:  # its command line was refused: every other run's would be too
+            said = (args.logdir / f"{name}.log").read_text().strip().splitlines()
+            program = "sb3_a2c.py" if algo == SB3 else "train.py"
+            raise BenchmarkError(f"{program} refused the run {name}: {said[-1] if said else 'no output'}")
+        if rc != 0:
+            failed.append(name)
     return failed
 
 
-def read_scores(args: argparse.Namespace) -> list[Score]:
+def read_scores(args: argparse.Namespace, algo: str | None = None) -> list[Score]:
+    """The runs of `algo` (ours by default) that have a summary.json."""
     scores = []
     for game in args.games:
         for seed in args.seeds:
-            s = read_summary(args.logdir / run_name(game, args.algo, seed))
+            s = read_summary(args.logdir / run_name(game, algo or args.algo, seed))
             if s is None:
                 continue
             final = s.get("final_eval") or {}
@@ -187,6 +219,18 @@ def rliable():
         raise BenchmarkError(f"the report needs rliable ({e.name} is missing): make install-benchmark, or "
                              "pip install -r requirements-benchmark.txt") from None
     return library, metrics
+
+
+def check_sb3() -> None:
+    """--sb3 needs the checkout's baselines/sb3_a2c.py and Stable-Baselines3 (an optional package)."""
+    if not SB3_SCRIPT.is_file():
+        raise BenchmarkError(f"--sb3 runs {SB3_SCRIPT.relative_to(SB3_SCRIPT.parents[1])} of a checkout, which "
+                             "is not here; run it from a clone of the repository, or pass --no-sb3")
+    try:
+        import stable_baselines3  # noqa: F401
+    except ImportError:
+        raise BenchmarkError("--sb3 needs Stable-Baselines3: make install-baselines, or pip install -r "
+                             "requirements-baselines.txt (or pass --no-sb3)") from None
 
 
 def aggregate(scores: list[Score], seeds: list[int], reps: int) -> dict | None:
@@ -259,6 +303,32 @@ def game_row(game: str, runs: list[Score], seeds: int) -> str:
             f"{fmt(statistics.mean(best) if best else None)} | {statistics.mean(s.wall_minutes for s in runs):.1f} |")
 
 
+def _spread(runs: list[Score]) -> str:
+    finals = [s.final_mean for s in runs if s.final_mean is not None]
+    if not finals:
+        return "—"
+    mean, std = _mean_std(finals)
+    return f"{mean:.1f} ± {std:.1f} ({len(finals)})"
+
+
+def beside_sb3(args: argparse.Namespace, ours: list[Score]) -> list[str]:
+    """The table of our final scores beside SB3 A2C's, game by game (none without SB3 runs)."""
+    theirs = read_scores(args, SB3)
+    if not theirs:
+        return []
+    lines = ["", "Beside Stable-Baselines3 A2C (rl-zoo's settings, baselines/sb3_a2c.py; the same frames and seeds, "
+             "one run after another on the same machine):", "",
+             f"| game | {args.algo}: final (mean ± std over seeds, runs) | SB3 A2C: final | {args.algo} wall minutes "
+             "(mean) | SB3 A2C wall minutes (mean) | each seed, ours / SB3 |", "| --- | --- | --- | --- | --- | --- |"]
+    for game in args.games:
+        a, b = [s for s in ours if s.game == game], [s for s in theirs if s.game == game]
+        wall = [fmt(statistics.mean(s.wall_minutes for s in r) if r else None) for r in (a, b)]
+        seeds = ", ".join(f"s{seed} {fmt(next((s.final_mean for s in a if s.seed == seed), None))} / "
+                          f"{fmt(next((s.final_mean for s in b if s.seed == seed), None))}" for seed in args.seeds)
+        lines.append(f"| {game} | {_spread(a)} | {_spread(b)} | {wall[0]} | {wall[1]} | {seeds} |")
+    return lines
+
+
 def write_report(args: argparse.Namespace) -> Path:
     """benchmark.md, benchmark.csv and benchmark_profile.png in --out; return benchmark.md's path."""
     scores = read_scores(args)
@@ -269,19 +339,23 @@ def write_report(args: argparse.Namespace) -> Path:
     write_csv(args, scores, out / "benchmark.csv")
     references = ", ".join(f"{g} {args.reference[g][0]:g} / {args.reference[g][1]:g}" for g in args.games
                            if g in args.reference)
+    normalized = (" Human-normalized as (score − random) / (human − random) with the random and human scores "
+                  f"{references} (no-op starts, DeepMind's dqn_zoo `atari_data.py`, unless given with --reference)."
+                  if references else "")
     lines = [f"# Benchmark: {args.algo}, {args.threads} workers, {args.frames:,} frames, seeds "
              f"{' '.join(map(str, args.seeds))}", "",
              f"Runs under `{args.logdir}`; the code and machine of each run are in its `chain.log`. The score of a "
              f"run is its last weights over {max(s.episodes for s in scores)} games (`final_eval` in its "
-             "summary.json), human-normalized as (score − random) / (human − random) with the random and human "
-             f"scores {references} (no-op starts, DeepMind's dqn_zoo `atari_data.py`, unless given with "
-             "--reference).", "",
+             f"summary.json).{normalized}", "",
              "| game | runs scored | final score (mean ± std over seeds) | human-normalized (mean) | each seed's "
              "final score | best periodic evaluation, mean over seeds (a curve point, not the score) | wall minutes "
              "(mean) |", "| --- | --- | --- | --- | --- | --- | --- |"]
     lines += [game_row(g, [s for s in scores if s.game == g], len(args.seeds)) for g in args.games]
+    lines += beside_sb3(args, scores)
     agg = aggregate(scores, args.seeds, args.reps)
-    if agg is None:
+    if not any(g in args.reference for g in args.games):
+        lines += ["", "No IQM: these games have no random and human reference scores (--reference adds them)."]
+    elif agg is None:
         lines += ["", "IQM: no game has all its seeds scored yet."]
     else:
         missing = [g for g in args.games if g not in agg["games"]]
@@ -301,12 +375,18 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     train_args = argv[argv.index("--") + 1:] if "--" in argv else []
     argv = argv[:argv.index("--")] if "--" in argv else argv
     p = Parser(prog="python -m hogwild_dqn.tools.benchmark", description=__doc__.splitlines()[0])
-    p.add_argument("--games", nargs="+", default=list(GAMES))
+    p.add_argument("--suite", choices=list(SUITES), default="atari",
+                   help="the games, frames and baseline of a suite (atari: 6 games x 10M frames; mujoco: 4 tasks x 1M "
+                        "steps beside SB3 A2C); the flags below override them")
+    p.add_argument("--games", nargs="+", default=None)
     p.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
-    p.add_argument("--frames", type=int, default=10_000_000, help="frames of every run")
+    p.add_argument("--frames", type=int, default=None, help="frames of every run")
+    p.add_argument("--sb3", action=argparse.BooleanOptionalAction, default=None,
+                   help="run Stable-Baselines3 A2C (rl-zoo settings) beside each run (default: the mujoco suite's)")
     p.add_argument("--algo", default="a3c")
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--logdir", type=Path, default=Path("runs/benchmark"))
+    p.add_argument("--logdir", type=Path, default=None,
+                   help="where the runs go (default: runs/benchmark, runs/benchmark-mujoco for the mujoco suite)")
     p.add_argument("--out", type=Path, default=None, help="where the report goes (default: --logdir)")
     p.add_argument("--reps", type=int, default=50_000, help="bootstrap resamples of the IQM's interval")
     p.add_argument("--reference", action="append", default=[], metavar="GAME=RANDOM,HUMAN", dest="references",
@@ -314,6 +394,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--report-only", action="store_true", help="write the report of the runs there are; run none")
     args = p.parse_args(argv)
     args.train_args = train_args
+    games, frames, sb3 = SUITES[args.suite]
+    args.games = args.games or list(games)
+    args.frames = frames if args.frames is None else args.frames
+    args.sb3 = sb3 if args.sb3 is None else args.sb3
+    args.logdir = args.logdir or Path("runs/benchmark" + ("" if args.suite == "atari" else f"-{args.suite}"))
     args.reference = dict(HUMAN_REFERENCE)
     for given in args.references:
         game, _, pair = given.partition("=")
@@ -333,6 +418,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parse(argv)
         rliable()  # before hours of runs, not after
+        if args.sb3 and not args.report_only:
+            check_sb3()
         failed = [] if args.report_only else run_suite(args)
         out = write_report(args)
     except KeyboardInterrupt:
