@@ -43,4 +43,4 @@ def test_bench_profiles_one_worker(tmp_path, capsys):
     assert main(["--algos", "a3c", "--envs", "2", "--profile", "1500", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "a3c on Pong, 2 games, one worker inline:" in out and "under the profiler" in out
-    assert "tottime" in out and "run_worker" in out and (tmp_path / "profile.txt").read_text() in out
+    assert "tottime" in out and "play_segment" in out and (tmp_path / "profile.txt").read_text() in out

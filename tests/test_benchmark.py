@@ -48,7 +48,7 @@ def test_the_report_scores_each_run_by_its_final_evaluation_and_aggregates_with_
 
 def test_a_stopped_suite_resumes_its_cut_run_from_the_checkpoint(tmp_path):
     run = tmp_path / "CartPole-v1-a3c-s1"
-    proc = start([sys.executable, "-m", "hogwild_dqn.tools.benchmark", *SUITE, "--frames", "60000", "--seeds", "1",
+    proc = start([sys.executable, "-m", "hogwild_dqn.tools.benchmark", *SUITE, "--frames", "40000", "--seeds", "1",
                   "--logdir", tmp_path, *TRAIN])
     deadline = time.time() + 120
     while not list(run.glob("events.out.tfevents.*.worker1")) and time.time() < deadline:
@@ -58,13 +58,13 @@ def test_a_stopped_suite_resumes_its_cut_run_from_the_checkpoint(tmp_path):
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130 and "run the same command again to resume" in err
     cut = json.loads((run / "summary.json").read_text())
-    assert cut["status"] == "interrupted (SIGINT)" and 0 < cut["frames"] < 60_000
+    assert cut["status"] == "interrupted (SIGINT)" and 0 < cut["frames"] < 40_000
 
-    done = benchmark(*SUITE, "--frames", "60000", "--seeds", 1, "--logdir", tmp_path, *TRAIN)
+    done = benchmark(*SUITE, "--frames", "40000", "--seeds", 1, "--logdir", tmp_path, *TRAIN)
     assert done.returncode == 0, done.stderr
     assert f"--resume {run}" in (tmp_path / "chain.log").read_text()
     summary = json.loads((run / "summary.json").read_text())
-    assert summary["status"] == "finished" and summary["frames"] >= 60_000
+    assert summary["status"] == "finished" and summary["frames"] >= 40_000
     assert summary["wall_seconds"] > cut["wall_seconds"] and summary["final_eval"]["episodes"] == 5
 
 
