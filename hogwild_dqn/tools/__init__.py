@@ -1,6 +1,7 @@
 """Tools around the trainer, not part of it: throughput (bench), sweep reports (report), the benchmark suite
-(benchmark), DQN's ablation (ablation) and the memory soak (soak). Each is a command of its own
-(`python -m hogwild_dqn.tools.NAME`, or its make target / console command); none is imported by the trainer."""
+(benchmark), DQN's ablation (ablation), the memory soak (soak) and a trained network's internals (probe). Each
+is a command of its own (`python -m hogwild_dqn.tools.NAME`, or its make target / console command); none is
+imported by the trainer."""
 
 import sys
 

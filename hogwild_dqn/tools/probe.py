@@ -1,0 +1,105 @@
+"""What a trained actor-critic's network does over one game: the torso's features, the LSTM cells and gates, the
+policy's entropy. Made to see the A3C-LSTM's collapse (docs/results.md, "A3C-LSTM on Pong") in numbers.
+
+    python -m hogwild_dqn.tools.probe RUN_DIR [--steps 400] [--last] [--seed 0]
+
+Plays `--steps` agent steps of an evaluation game (the run's env, its policy as the evaluator acts) and prints:
+- torso: the mean of its outputs, their largest value, and how much they vary over the game (the mean over units
+  of each unit's standard deviation over time) against their size (the mean over units of |mean|): a network
+  whose features no longer follow the screen has a small ratio;
+- LSTM (--net lstm): the mean and largest |c| (tanh(c) saturates from about 3) and the share of input, forget
+  and output gate values beyond 0.01 or 0.99 (saturated sigmoids pass almost no gradient);
+- the policy's entropy (discrete actions) against its maximum, ln(actions): at the maximum it is uniform.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from hogwild_dqn.config import ConfigError, Parser
+from hogwild_dqn.envs import make_env
+from hogwild_dqn.networks import gaussian, is_recurrent
+from hogwild_dqn.policy import load_policy
+
+
+def gates(lstm: torch.nn.LSTMCell, x: torch.Tensor, h: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """The LSTM cell's input, forget and output gates for input x and state h (torch's gate order i, f, g, o)."""
+    z = x @ lstm.weight_ih.T + lstm.bias_ih + h @ lstm.weight_hh.T + lstm.bias_hh
+    i, f, _, o = z.chunk(4, dim=-1)
+    return torch.sigmoid(i), torch.sigmoid(f), torch.sigmoid(o)
+
+
+@torch.no_grad()
+def probe(run_dir: Path, steps: int, last: bool, seed: int) -> dict:
+    policy = load_policy(run_dir, last=last, seed=seed)
+    net, cfg = policy.net, policy.cfg
+    if not hasattr(net, "torso") or not hasattr(net, "pi"):
+        raise ConfigError(f"{run_dir}: probe reads actor-critic networks (--algo a3c); this run is {cfg.algo}")
+    env = make_env(cfg, seed, for_eval=True)
+    obs, _ = env.reset()
+    policy.reset()
+    feats, cells, saturated, entropies = [], [], [], []
+    for _ in range(steps):
+        x = torch.as_tensor(np.asarray(obs)).unsqueeze(0)
+        feats.append(net.torso(x)[0])
+        if is_recurrent(net):
+            h, c = policy.state
+            saturated.append(torch.stack([((g < 0.01) | (g > 0.99)).float().mean() for g in gates(net.lstm,
+                                                                                             feats[-1][None], h)]))
+            cells.append(c[0].abs())
+        logits = net.pi(net.lstm(feats[-1][None], policy.state)[0] if is_recurrent(net) else feats[-1][None])
+        if gaussian(logits) is None:
+            p = torch.softmax(logits[0], -1)
+            entropies.append(float(-(p * p.clamp_min(1e-12).log()).sum()))
+        obs, _, term, trunc, _ = env.step(policy.act(obs))
+        if term or trunc:
+            obs, _ = env.reset()
+            policy.reset()
+    env.close()
+    f = torch.stack(feats)
+    out = {"frames": policy.frames, "source": str(policy.source), "steps": steps,
+           "torso_mean": float(f.mean()), "torso_max": float(f.max()),
+           "torso_variation": float(f.std(0).mean()), "torso_size": float(f.mean(0).abs().mean())}
+    if cells:
+        c, s = torch.stack(cells), torch.stack(saturated)
+        out.update(cell_mean=float(c.mean()), cell_max=float(c.max()),
+                   saturated_input=float(s[:, 0].mean()), saturated_forget=float(s[:, 1].mean()),
+                   saturated_output=float(s[:, 2].mean()))
+    if entropies:
+        out.update(entropy=float(np.mean(entropies)), entropy_max=math.log(int(net.pi.out_features)))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = Parser(prog="python -m hogwild_dqn.tools.probe", description=__doc__.splitlines()[0])
+    p.add_argument("run_dir", type=Path)
+    p.add_argument("--steps", type=int, default=400, help="agent steps to play (default 400)")
+    p.add_argument("--last", action="store_true", help="the last weights (checkpoint.pt) rather than best.pt")
+    p.add_argument("--seed", type=int, default=0)
+    try:
+        args = p.parse_args(argv)
+        if args.steps < 2:
+            raise ConfigError(f"--steps must be at least 2, got {args.steps}")
+        r = probe(args.run_dir, args.steps, args.last, args.seed)
+    except ConfigError as e:
+        print(f"probe: error: {e}", file=sys.stderr)
+        return 2
+    print(f"{r['source']} ({r['frames']:,} frames), {r['steps']} steps of a game")
+    print(f"torso: mean {r['torso_mean']:.3f}, largest {r['torso_max']:.2f}, variation over time "
+          f"{r['torso_variation']:.4f} against size {r['torso_size']:.4f} (ratio "
+          f"{r['torso_variation'] / max(r['torso_size'], 1e-12):.3f})")
+    if "cell_mean" in r:
+        print(f"cells: |c| mean {r['cell_mean']:.2f}, largest {r['cell_max']:.1f}; saturated gates: input "
+              f"{r['saturated_input']:.0%}, forget {r['saturated_forget']:.0%}, output {r['saturated_output']:.0%}")
+    if "entropy" in r:
+        print(f"policy entropy {r['entropy']:.3f} of at most {r['entropy_max']:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,29 @@
+"""The network probe over real runs: the numbers it reads off an LSTM actor-critic, and its one-line refusals."""
+
+import math
+import sys
+
+from hogwild_dqn.tools.probe import probe
+from tests.conftest import run_cmd, run_train
+
+
+def test_the_probe_reads_the_torso_the_cells_and_the_policy_of_an_lstm_run(tmp_path):
+    run = tmp_path / "lstm"
+    done = run_train("--game", "CartPole-v1", "--net", "lstm", "--threads", 1, "--frames", 2000, "--eval-every",
+                     2000, "--eval-episodes", 1, "--final-eval-episodes", 1, "--run-dir", run)
+    assert done.returncode == 0, done.stderr[-2000:]
+    r = probe(run, steps=50, last=True, seed=0)
+    assert r["steps"] == 50 and r["frames"] >= 2000
+    assert r["torso_variation"] > 0 and r["torso_max"] >= r["torso_mean"]
+    assert 0 < r["cell_mean"] <= r["cell_max"]
+    assert all(0 <= r[k] <= 1 for k in ("saturated_input", "saturated_forget", "saturated_output"))
+    assert r["entropy_max"] == math.log(2) and 0 < r["entropy"] <= r["entropy_max"] + 1e-6
+    shown = run_cmd([sys.executable, "-m", "hogwild_dqn.tools.probe", run, "--steps", 20], 120)
+    assert shown.returncode == 0 and "cells: |c| mean" in shown.stdout and "policy entropy" in shown.stdout
+
+    q1 = tmp_path / "q1"
+    assert run_train("--game", "CartPole-v1", "--algo", "q1", "--threads", 1, "--frames", 1000, "--eval-every",
+                     1000, "--eval-episodes", 1, "--final-eval-episodes", 1, "--run-dir", q1).returncode == 0
+    refused = run_cmd([sys.executable, "-m", "hogwild_dqn.tools.probe", q1], 120)
+    assert refused.returncode == 2 and refused.stderr.strip().startswith("probe: error:") and \
+        "actor-critic" in refused.stderr and "Traceback" not in refused.stderr
