@@ -152,16 +152,17 @@ class Processes:
                 w.proc.terminate()
                 w.proc.join(timeout=2)
         self.shared.set(WORKERS_DONE)  # the evaluator plays its last evaluation on the final weights
-        deadline = time.time() + FINAL_EVAL_SECONDS
+        deadline, cut = time.time() + FINAL_EVAL_SECONDS, False
         while self.evaluator is not None and self.evaluator.proc.is_alive():
             self.drain()
             if time.time() > deadline:
                 tqdm.write(f"the last evaluation took over {FINAL_EVAL_SECONDS} s; stopping it", file=sys.stderr)
                 self.evaluator.proc.terminate()
-            elif note is not None and note.signum is not None:
+            elif note is not None and note.signum is not None and not cut:
                 tqdm.write(f"{STATUS[note.signum][1]}: the final evaluation is cut short; the run is saved without "
                            "it", file=sys.stderr)
                 self.evaluator.proc.terminate()
+                cut = True
             self.evaluator.proc.join(timeout=0.25)
         self.drain()
 

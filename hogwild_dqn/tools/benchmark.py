@@ -152,9 +152,9 @@ def say(chain: Path, text: str) -> None:
 
 
 def train(cmd: list[str], log: Path) -> int:
-    """Run one train.py to its end, its output appended to `log`. Ctrl-C and SIGTERM are handed to it once each
-    (it runs in a session of its own, so a terminal's Ctrl-C does not reach it twice) and it stops as a run
-    does: checkpoint, final evaluation, summary."""
+    """Run one run's command to its end, its output appended to `log`. Ctrl-C and SIGTERM are handed to it once
+    each (it runs in a session of its own, so a terminal's Ctrl-C does not reach it twice) and it stops as a run
+    does: its checkpoint and summary written, ready to be resumed."""
     with log.open("a") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     handlers = {sig: signal.signal(sig, lambda signum, frame: proc.send_signal(signum))
