@@ -21,7 +21,7 @@ from hogwild_dqn.envs import env_spec
 from hogwild_dqn.evaluator import snapshot
 from hogwild_dqn.processes import Processes, stop_resource_tracker, watch
 from hogwild_dqn.replay import check_memory
-from hogwild_dqn.rundir import Run, final_line, make_summary, no_prior, prepare_run_dir
+from hogwild_dqn.rundir import Run, final_eval, final_line, make_summary, no_prior, prepare_run_dir
 from hogwild_dqn.shared import all_finite, new_shared_state
 
 
@@ -51,7 +51,8 @@ def run(cfg: Config, resume: str | None = None) -> int:
     status, reason = watch(procs, writer)
     with finishing() as note:  # a signal from here on cuts the final evaluation, never the saving
         procs.stop(wait_for_eval=status == 0, note=note)
-        if note.signum is not None and status == 0:  # so that --resume (make benchmark) plays the final games
+        # a final evaluation cut short: a status that --resume (make benchmark) continues, to play it
+        if note.signum is not None and status == 0 and final_eval(procs.evals) is None:
             status, reason = STATUS[note.signum][0], f"interrupted ({STATUS[note.signum][1]}) while finishing"
         frames, evals, best = shared.frames(), procs.evals, procs.best()
         if procs.nonfinite or not all_finite(shared.model.parameters()):
