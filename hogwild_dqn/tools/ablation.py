@@ -16,12 +16,11 @@ import json
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import matplotlib
 
-from hogwild_dqn.tools import TRAIN
+from hogwild_dqn.tools import TRAIN, resume_or_start
 
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
@@ -42,13 +41,10 @@ def run_all(args: argparse.Namespace) -> dict[str, list[dict]]:
         for seed in args.seeds:
             run = args.logdir / folder / f"s{seed}"
             if not finished(run):
-                cmd = [*TRAIN, "--game", args.game, "--algo", "dqn", "--threads",
-                       str(args.threads), "--frames", str(args.frames), "--seed", str(seed), "--eval-every",
-                       str(args.eval_every), "--run-dir", str(run), "--no-progress", *flags]
-                if (run / "checkpoint.pt").is_file():  # a run that was cut: continue it
-                    cmd = [*TRAIN, "--resume", str(run), "--no-progress"]
-                elif run.exists():  # cut before its first checkpoint: kept aside, started again
-                    run.rename(run.with_name(f"{run.name}.cut-{int(time.time())}"))
+                cmd = resume_or_start(run, [*TRAIN, "--game", args.game, "--algo", "dqn", "--threads",
+                                            str(args.threads), "--frames", str(args.frames), "--seed", str(seed),
+                                            "--eval-every", str(args.eval_every), "--run-dir", str(run),
+                                            "--no-progress", *flags])
                 print(f"== {name}, seed {seed}: {' '.join(cmd[1:])}", flush=True)
                 if subprocess.run(cmd, check=False).returncode != 0:
                     raise SystemExit(f"ablation: the run in {run} failed; see its output above")

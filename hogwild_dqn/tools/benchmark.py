@@ -29,14 +29,14 @@ import signal
 import statistics
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from hogwild_dqn import __version__
 from hogwild_dqn.config import ConfigError, Parser
-from hogwild_dqn.tools import TRAIN
+from hogwild_dqn.tools import TRAIN, resume_or_start
+from hogwild_dqn.tools.report import fmt
 
 SUITES = {  # name -> (games, frames of each run, SB3 A2C beside it)
     "atari": (("Pong", "Breakout", "SpaceInvaders", "BeamRider", "Qbert", "Seaquest"), 10_000_000, False),
@@ -112,14 +112,14 @@ def jobs(args: argparse.Namespace) -> list[tuple[str, int, str]]:
 
 
 def command(args: argparse.Namespace, game: str, seed: int, algo: str, run: Path) -> list[str]:
-    return sb3_command(args, game, seed, run) if algo == SB3 else train_command(args, game, seed, run)
+    """The command of one run: ours resumed from its checkpoint if it was cut, else started (SB3's always
+    starts; a dir cut short is set aside first)."""
+    start = sb3_command(args, game, seed, run) if algo == SB3 else train_command(args, game, seed, run)
+    return resume_or_start(run, start)
 
 
 def train_command(args: argparse.Namespace, game: str, seed: int, run: Path) -> list[str]:
-    """The train.py command of one run: a new one, or the resumption of a cut one (same flags, from its
-    config.yaml)."""
-    if (run / "checkpoint.pt").is_file():
-        return [*TRAIN, "--resume", str(run), "--no-progress"]
+    """The train.py command that starts one of our runs."""
     return [*TRAIN, "--game", game, "--algo", args.algo, "--threads", str(args.threads), "--frames",
             str(args.frames), "--seed", str(seed), "--run-dir", str(run), "--no-progress", *args.train_args]
 
@@ -175,8 +175,6 @@ def run_suite(args: argparse.Namespace) -> list[str]:
         run = args.logdir / name
         if is_done(run):
             continue
-        if run.exists() and not (run / "checkpoint.pt").is_file():  # cut before its first checkpoint (or SB3's)
-            run.rename(run.with_name(f"{name}.cut-{int(time.time())}"))
         cmd = command(args, game, seed, algo, run)
         say(chain, f"start {name} (commit {commit()}, {machine()}): {' '.join(cmd[1:])}")
         rc = train(cmd, args.logdir / f"{name}.log")
@@ -271,10 +269,6 @@ def plot_profile(agg: dict, label: str, out: Path) -> None:
     fig.tight_layout()
     fig.savefig(out, dpi=100)
     plt.close(fig)
-
-
-def fmt(v: float | None, spec: str = ".1f") -> str:
-    return "—" if v is None else format(v, spec)
 
 
 def write_csv(args: argparse.Namespace, scores: list[Score], path: Path) -> None:
