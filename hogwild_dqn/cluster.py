@@ -36,7 +36,7 @@ from hogwild_dqn.config import Config, ConfigError, first_line
 from hogwild_dqn.console import STATUS, Console, finishing
 from hogwild_dqn.envs import env_spec
 from hogwild_dqn.evaluation import next_point, points_skipped, stop_reason
-from hogwild_dqn.rundir import final_line, prepare_run_dir
+from hogwild_dqn.rundir import prepare_run_dir, result_line
 
 REJOIN_SCAN_SECONDS = 2  # how often the driver looks for machines that joined or came back
 NO_MACHINE_SECONDS = 120  # with no machine left this long, the run stops
@@ -279,8 +279,7 @@ class Driver:
             print(f"train.py: {reason}", file=sys.stderr)
         print(f"{reason}: {summary['frames']} frames in {summary['wall_seconds']:.0f}s "
               f"({summary['frames_per_second']:.0f} frames/s) on {len(self.names)} machines, "
-              f"{final_line(summary['final_eval'])}, best periodic eval {summary['best_eval_return']}, "
-              f"run dir {self.run_dir}")
+              f"{result_line(summary)}, run dir {self.run_dir}")
         return status
 
 

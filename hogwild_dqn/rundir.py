@@ -93,6 +93,12 @@ def final_line(final: dict | None) -> str:
     return f"final eval {final['mean_return']:g} ± {final['std_return']:.1f} over {final['episodes']} games"
 
 
+def result_line(summary: dict) -> str:
+    """The final evaluation and the best periodic one, as the last line of a run says them."""
+    best = summary["best_eval_return"]
+    return f"{final_line(summary['final_eval'])}, best periodic eval {'none' if best is None else format(best, 'g')}"
+
+
 def best_periodic(best: float, evals: list[dict]) -> float:
     """The best periodic evaluation (--eval-episodes games each; best.pt holds its weights): a point of the
     curve, not the run's score. `best`: earlier sessions' best."""

@@ -21,7 +21,7 @@ from hogwild_dqn.envs import env_spec
 from hogwild_dqn.evaluator import snapshot
 from hogwild_dqn.processes import Processes, stop_resource_tracker, watch
 from hogwild_dqn.replay import check_memory
-from hogwild_dqn.rundir import Run, final_eval, final_line, make_summary, no_prior, prepare_run_dir
+from hogwild_dqn.rundir import Run, final_eval, make_summary, no_prior, prepare_run_dir, result_line
 from hogwild_dqn.shared import all_finite, new_shared_state
 
 
@@ -73,8 +73,7 @@ def run(cfg: Config, resume: str | None = None) -> int:
     writer.close()
     stop_resource_tracker()
     print(f"{reason}: {frames} frames in {summary['wall_seconds'] - prior['wall_seconds']:.0f}s "
-          f"({summary['frames_per_second']:.0f} frames/s), {final_line(final)}, "
-          f"best periodic eval {summary['best_eval_return']}, run dir {run_dir}")
+          f"({summary['frames_per_second']:.0f} frames/s), {result_line(summary)}, run dir {run_dir}")
     return status
 
 

@@ -45,7 +45,7 @@ def test_recorder_keeps_best_pt_and_the_gif_only_at_a_new_best(tmp_path):
 def test_the_final_evaluation_is_the_score_not_a_best(tmp_path):
     """The final evaluation (the last weights over many games) goes to eval/final_*, and never to best.pt, which
     keeps the best periodic evaluation's weights; summary.json names it final_eval."""
-    from hogwild_dqn.rundir import best_periodic, final_eval, final_line
+    from hogwild_dqn.rundir import best_periodic, final_eval, final_line, result_line
 
     writer = metrics.make_writer(tmp_path, "evaluator")
     rec = Recorder(tmp_path, writer, best=5.0)
@@ -62,3 +62,5 @@ def test_the_final_evaluation_is_the_score_not_a_best(tmp_path):
     assert final_eval(evals) == {k: final[k] for k in ("frames", "mean_return", "std_return", "episodes", "returns")}
     assert final_eval(evals[:2]) is None and final_line(None) == "no final evaluation"
     assert final_line(final_eval(evals)) == "final eval 9 ± 2.0 over 30 games"
+    assert (result_line({"final_eval": None, "best_eval_return": 384.20500919020657})
+            == "no final evaluation, best periodic eval 384.205")  # a float's 17 digits are noise in a line

@@ -36,7 +36,7 @@ def test_pong_run_dir_contents(tmp_path):
     assert final["frames"] == s["frames"] and final["episodes"] == 3 and len(final["returns"]) == 3
     assert math.isclose(final["mean_return"], sum(final["returns"]) / 3)
     assert re.search(rf"final eval {final['mean_return']:g} ± {final['std_return']:.1f} over 3 games, best periodic "
-                     rf"eval {s['best_eval_return']}", proc.stdout), proc.stdout[-500:]
+                     rf"eval {s['best_eval_return']:g}", proc.stdout), proc.stdout[-500:]
     # best: the periodic evaluations' (best.pt's), never the final one
     assert math.isclose(s["best_eval_return"], max(e["mean_return"] for e in s["evals"] if not e["final"]))
 
