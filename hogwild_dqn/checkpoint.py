@@ -74,9 +74,9 @@ def read_checkpoint(path: Path) -> dict:
 
 def resume_point(run_dir: Path, cfg) -> tuple[dict, dict]:
     """checkpoint.pt of a run to resume, and what its earlier sessions reached: frames, wall time, evaluations,
-    best, evaluator device (the old summary.json holds the evaluations and the wall time), and where this
-    session's learning-rate line starts (lr_start: the rate the old schedule had reached, annealed from there
-    to 0 at the new --frames)."""
+    best, evaluator device (the evaluations and the wall time from summary.json, or from the checkpoint where
+    that is newer), and where this session's learning-rate line starts (lr_start: the rate the old schedule
+    had reached, annealed from there to 0 at the new --frames)."""
     run_dir = Path(run_dir)
     ckpt = load_checkpoint(run_dir / "checkpoint.pt", cfg.game, cfg.algo)
     summary_path = run_dir / "summary.json"
@@ -84,6 +84,9 @@ def resume_point(run_dir: Path, cfg) -> tuple[dict, dict]:
     # a run stopped during its final evaluation may be resumed with no frames to add: it plays that evaluation
     if int(ckpt["frames"]) >= cfg.frames and not (old and old.get("final_eval") is None):
         raise ConfigError(f"run {run_dir} already has {ckpt['frames']} frames; raise --frames to continue it")
-    return ckpt, {"frames": int(ckpt["frames"]), "wall_seconds": float(old.get("wall_seconds", 0.0)),
-                  "evals": old.get("evals", []), "best": float(ckpt.get("best_eval_return", -math.inf)),
+    # a session killed outright (the machine restarted) wrote checkpoints but no summary: the checkpoint's own
+    # record of the evaluations and the wall time is then the newer one
+    history = ckpt if "evals" in ckpt and int(ckpt["frames"]) > int(old.get("frames", -1)) else old
+    return ckpt, {"frames": int(ckpt["frames"]), "wall_seconds": float(history.get("wall_seconds", 0.0)),
+                  "evals": list(history.get("evals", [])), "best": float(ckpt.get("best_eval_return", -math.inf)),
                   "device": old.get("evaluator_device"), "lr_start": resumed_lr(ckpt, int(ckpt["frames"]), cfg.lr)}

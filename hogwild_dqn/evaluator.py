@@ -16,14 +16,15 @@ from hogwild_dqn.envs import make_env
 from hogwild_dqn.evaluation import Recorder, best_episode_gif, next_point, play_games, points_skipped
 from hogwild_dqn.networks import network_for
 from hogwild_dqn.policy import EVAL_SEED_OFFSET, Policy
-from hogwild_dqn.rundir import Run
+from hogwild_dqn.rundir import Run, eval_record
 from hogwild_dqn.shared import WORKERS_DONE, NonFinite, SharedState, all_finite, run_child
 
 
-def evaluator_process(run: Run, shared: SharedState, best: float, report) -> None:
-    """Process entry point (spawn). CUDA is first touched here, in the child, never in the parent. `best`: the
-    best evaluation mean so far (earlier sessions, and this one's before a restart)."""
-    run_child("evaluator", report, run_evaluator, run, shared, best, report)
+def evaluator_process(run: Run, shared: SharedState, best: float, evals: list, report) -> None:
+    """Process entry point (spawn). CUDA is first touched here, in the child, never in the parent. `best` and
+    `evals`: the best evaluation mean and the evaluations so far (earlier sessions, and this one's before a
+    restart)."""
+    run_child("evaluator", report, run_evaluator, run, shared, best, evals, report)
 
 
 def snapshot(shared: SharedState, frames: int, best: float, run: Run) -> dict:
@@ -34,7 +35,7 @@ def snapshot(shared: SharedState, frames: int, best: float, run: Run) -> dict:
         "worker_seed": shared.worker_seed, "lr_start": run.prior.get("lr_start")})
 
 
-def run_evaluator(run: Run, shared: SharedState, best: float, report) -> None:
+def run_evaluator(run: Run, shared: SharedState, best: float, evals: list, report) -> None:
     """Evaluate every eval_every global frames (--eval-episodes games), and the final weights once more after
     the workers finish (--final-eval-episodes games: the run's score); then exit."""
     cfg = run.cfg
@@ -44,6 +45,9 @@ def run_evaluator(run: Run, shared: SharedState, best: float, report) -> None:
     writer = metrics.make_writer(run.run_dir, "evaluator")
     recorder = Recorder(run.run_dir, writer, best)
     next_eval = next_point(shared.frames(), cfg.eval_every)
+    # every evaluation so far goes into checkpoint.pt: a run killed outright writes no summary.json, and its
+    # resume takes them from there (checkpoint.resume_point)
+    history = [eval_record(e) for e in evals]
     parent = os.getppid()
     while os.getppid() == parent:  # an orphan (runner killed outright) stops by itself
         final = shared.is_set(WORKERS_DONE)
@@ -57,12 +61,14 @@ def run_evaluator(run: Run, shared: SharedState, best: float, report) -> None:
             raise NonFinite(f"non-finite shared parameters at global frame {frames}")
         policy.net.load_state_dict(state["model"])
         result = {"final": final, **play_games(policy, env, cfg.final_eval_episodes if final else cfg.eval_episodes)}
-        report.send(("eval", {"frames": frames, "wall_seconds": round(time.time() - run.clock0, 2),
-                              "device": device.type, **result}))
+        point = {"frames": frames, "wall_seconds": round(time.time() - run.clock0, 2), "device": device.type, **result}
+        report.send(("eval", point))
+        history.append(eval_record(point))
         gif = best_episode_gif(policy, cfg, frames) if cfg.video_steps and recorder.is_new_best(result) else None
         recorder.record(result, frames, lambda best, state=state: {**state, "best_eval_return": best}, gif)
         if not final:  # the runner writes the final checkpoint itself, after every process is gone
-            atomic_save({**state, "best_eval_return": recorder.best}, run.run_dir / "checkpoint.pt")
+            atomic_save({**state, "best_eval_return": recorder.best, "evals": history,
+                         "wall_seconds": point["wall_seconds"]}, run.run_dir / "checkpoint.pt")
         late = points_skipped(frames, shared.frames(), cfg.eval_every)
         if late and not final:
             print(f"evaluator: {late} evaluation point(s) skipped: evaluating took longer than --eval-every "

@@ -73,7 +73,7 @@ class Processes:
         return Child(self.ctx, f"worker{rank}", worker_process, (rank, restart, self.run, self.shared))
 
     def _evaluator(self) -> Child:
-        return Child(self.ctx, "evaluator", evaluator_process, (self.run, self.shared, self.best()))
+        return Child(self.ctx, "evaluator", evaluator_process, (self.run, self.shared, self.best(), list(self.evals)))
 
     def start(self) -> None:
         self.workers = [self._worker(r, 0) for r in range(self.run.threads)]

@@ -55,6 +55,12 @@ def prepare_run_dir(cfg: Config, threads: int, resume: str | None) -> Path:
     return path
 
 
+def eval_record(e: dict) -> dict:
+    """An evaluation as summary.json and checkpoint.pt keep it (without its games' scores or device)."""
+    return {**{k: e[k] for k in ("frames", "wall_seconds", "mean_return", "std_return", "episodes")},
+            "final": bool(e.get("final"))}
+
+
 def no_prior() -> dict:
     """What a new run's earlier sessions reached: nothing (a resumed run's comes from checkpoint.resume_point)."""
     return {"frames": 0, "wall_seconds": 0.0, "evals": [], "best": -math.inf, "device": None, "lr_start": None}
@@ -115,6 +121,5 @@ def make_summary(run: Run, reason: str, frames: int, evals: list) -> dict:
         "final_eval": final_eval(evals),  # the run's score: the last weights over --final-eval-episodes games
         "best_eval_return": best_periodic(prior["best"], evals) if evals else None,
         "evaluator_device": next((e["device"] for e in reversed(evals) if "device" in e), prior["device"]),
-        "evals": [{**{k: e[k] for k in ("frames", "wall_seconds", "mean_return", "std_return", "episodes")},
-                   "final": bool(e.get("final"))} for e in evals],
+        "evals": [eval_record(e) for e in evals],
     }

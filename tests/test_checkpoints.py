@@ -13,7 +13,7 @@ import yaml
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from hogwild_dqn.checkpoint import atomic_save
-from tests.conftest import read_summary, run_train
+from tests.conftest import read_summary, run_train, spawned_children, start_train
 
 
 def _write_forever(path: str) -> None:
@@ -69,6 +69,33 @@ def test_resume_continues_frames_schedules_and_logs(tmp_path):
     assert after_resume and max(after_resume) <= lr * max(0, 1 - f0 / 6000) + 1e-9
     done = run_train("--resume", run, "--frames", 9000)
     assert done.returncode == 2 and "raise --frames" in done.stderr
+
+
+def test_a_session_killed_outright_keeps_its_evaluations_and_wall_time(tmp_path):
+    """A machine that restarts kills every process at once, so no summary.json is written: the resume takes that
+    session's evaluations and wall time from checkpoint.pt, which the evaluator writes after each evaluation."""
+    run = tmp_path / "run"
+    proc = start_train(run, "--game", "CartPole-v1", "--algo", "a3c", "--threads", 1, "--frames", 10**9,
+                       "--eval-every", 2000, "--eval-episodes", 1, "--video-steps", 0)
+    procs = [proc.pid, *(p.pid for p in spawned_children(proc.pid))]
+    deadline, saved = time.time() + 120, {}
+    while len(saved.get("evals", [])) < 2 and time.time() < deadline:
+        time.sleep(0.5)
+        saved = torch.load(run / "checkpoint.pt", weights_only=True) if (run / "checkpoint.pt").exists() else {}
+    for pid in procs:
+        os.kill(pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    assert len(saved["evals"]) >= 2 and not (run / "summary.json").exists()
+    saved = torch.load(run / "checkpoint.pt", weights_only=True)  # the last one written before the kill
+    assert all(e["frames"] >= 2000 * (k + 1) for k, e in enumerate(saved["evals"]))
+    assert saved["wall_seconds"] >= saved["evals"][-1]["wall_seconds"] > 0
+
+    again = run_train("--resume", run, "--frames", saved["frames"] + 4000)
+    assert again.returncode == 0, again.stderr[-2000:]
+    after = read_summary(run)
+    assert after["evals"][: len(saved["evals"])] == saved["evals"] and after["evals"][-1]["final"]
+    assert after["wall_seconds"] > saved["wall_seconds"]
+    assert after["best_eval_return"] >= max(e["mean_return"] for e in saved["evals"])
 
 
 def test_checkpoint_of_another_game_or_shape_is_refused(tmp_path):
