@@ -75,6 +75,9 @@ class Config:
                                  "of their t_max-step losses. 1: the paper's one game per actor-learner")
     # a3c
     entropy_beta: float = _f(0.01, "A3C entropy bonus")
+    policy_std_max: float = _f(0.0, "continuous actions: the Gaussian's standard deviation is at most this (its "
+                                    "variance a sigmoid of the head's output times its square); 0: unbounded "
+                                    "(a softplus, the paper's)")
     value_coef: float = _f(0.5, "A3C value-loss weight")
     # value-based methods
     target_update: int = _f(40_000, "global frames between target-network copies")
@@ -176,9 +179,9 @@ class Config:
         if isinstance(self.max_restarts, bool) or self.max_restarts < 0:
             raise ConfigError(f"--max-restarts must be an integer >= 0, got {self.max_restarts!r}")
         if min(self.noop_max, self.grad_clip, self.entropy_beta, self.eps_anneal_frames, self.video_steps,
-               self.learning_starts) < 0:
-            raise ConfigError("--noop-max, --grad-clip, --entropy-beta, --eps-anneal-frames, --video-steps and "
-                              "--learning-starts must be >= 0")
+               self.learning_starts, self.policy_std_max) < 0:
+            raise ConfigError("--noop-max, --grad-clip, --entropy-beta, --eps-anneal-frames, --video-steps, "
+                              "--learning-starts and --policy-std-max must be >= 0")
 
     def _check_combinations(self) -> None:
         """Values that must fit together."""

@@ -124,16 +124,21 @@ class QNet(nn.Module):
 
 class GaussianHead(nn.Module):
     """Continuous actions, as the paper's: a linear mean and a softplus variance per action component,
-    stacked as (..., 2, components) so that it stands where a discrete head's logits stand."""
+    stacked as (..., 2, components) so that it stands where a discrete head's logits stand.
+
+    With `std_max` the variance is std_max^2 * sigmoid instead: the env clips the draws to the action bounds, so
+    a variance far beyond them buys entropy at no cost and an entropy bonus can inflate it without end."""
 
     MIN_VARIANCE = 1e-4  # keeps log-probabilities finite when the softplus underflows
 
-    def __init__(self, hidden: int, components: int):
+    def __init__(self, hidden: int, components: int, std_max: float = 0.0):
         super().__init__()
         self.mean, self.variance = nn.Linear(hidden, components), nn.Linear(hidden, components)
+        self.var_max = std_max ** 2
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        var = nn.functional.softplus(self.variance(x)) + self.MIN_VARIANCE
+        raw = self.variance(x)
+        var = (self.var_max * torch.sigmoid(raw) if self.var_max else nn.functional.softplus(raw)) + self.MIN_VARIANCE
         return torch.stack((self.mean(x), var), -2)
 
 
@@ -142,10 +147,10 @@ def gaussian(policy: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
     return (policy[:, 0], policy[:, 1]) if policy.dim() == 3 else None
 
 
-def policy_head(hidden: int, spec) -> nn.Module:
+def policy_head(hidden: int, spec, std_max: float = 0.0) -> nn.Module:
     """Logits over spec.n_actions actions, or a Gaussian over spec.n_actions components when continuous."""
     if getattr(spec, "continuous", False):
-        return GaussianHead(hidden, spec.n_actions)
+        return GaussianHead(hidden, spec.n_actions, std_max)
     return nn.Linear(hidden, spec.n_actions)
 
 
@@ -179,10 +184,10 @@ class RecurrentActorCritic(nn.Module):
     CELLS = 256
     recurrent = True  # callers carry a state for it (the feed-forward networks say nothing: False)
 
-    def __init__(self, torso: nn.Module, hidden: int, spec):
+    def __init__(self, torso: nn.Module, hidden: int, spec, std_max: float = 0.0):
         super().__init__()
         self.torso, self.lstm = torso, nn.LSTMCell(hidden, self.CELLS)
-        self.pi, self.v = policy_head(self.CELLS, spec), nn.Linear(self.CELLS, 1)
+        self.pi, self.v = policy_head(self.CELLS, spec, std_max), nn.Linear(self.CELLS, 1)
 
     def initial_state(self, rows: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The state of a game that has just started: zeros."""
@@ -227,8 +232,8 @@ def network_for(cfg, spec) -> nn.Module:
 
     torso = new_torso()
     if cfg.net == "lstm":
-        return RecurrentActorCritic(torso, hidden, spec)
+        return RecurrentActorCritic(torso, hidden, spec, cfg.policy_std_max)
     value_torso = None if pixels else new_torso()
     if ALGORITHMS[cfg.algo].actor_critic:
-        return ActorCritic(torso, hidden, policy_head(hidden, spec), value_torso)
+        return ActorCritic(torso, hidden, policy_head(hidden, spec, cfg.policy_std_max), value_torso)
     return QNet(torso, hidden, spec.n_actions)

@@ -102,6 +102,29 @@ def test_continuous_actions_get_a_gaussian_head_for_ff_and_lstm():
     assert isinstance(discrete.pi, torch.nn.Linear) and discrete.pi.out_features == 4
 
 
+def test_policy_std_max_bounds_the_gaussian_and_its_entropy_bonus():
+    """--policy-std-max: however far the entropy bonus pushes the head's output, the standard deviation stays
+    below the bound (and keeps a gradient back); unbounded, the softplus grows with it."""
+    from hogwild_dqn.algorithms.a3c import log_prob_entropy
+
+    cfg = Config(game="Pendulum-v1", hidden=16, mlp_layers=1)
+    spec = env_spec(cfg)
+    torch.manual_seed(0)
+    bounded, free = network_for(dataclasses.replace(cfg, policy_std_max=1.0), spec), network_for(cfg, spec)
+    assert bounded.pi.var_max == 1.0 and free.pi.var_max == 0.0
+    for net in (bounded, free):
+        net.pi.variance.bias.data.fill_(8.0)  # an output the entropy bonus has pushed up
+        policy, _ = net(torch.randn(5, 3))
+        var = policy[:, 1]
+        _, entropy = log_prob_entropy(policy, torch.zeros(5, 1))
+        entropy.sum().backward()
+        assert net.pi.variance.bias.grad.abs().sum() > 0
+        if net is bounded:
+            assert (var <= 1.0 + GaussianHead.MIN_VARIANCE).all() and (var > 0.99).all()
+        else:
+            assert (var > 7.9).all()
+
+
 def test_obs_norm_keeps_the_running_mean_and_variance_of_every_batch():
     norm = ObsNorm((3,))
     g = torch.Generator().manual_seed(0)
