@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from hogwild_dqn.algorithms import ALGORITHMS
+from hogwild_dqn.algorithms import ALGORITHMS, unable
 
 # The presets: a checkout's configs/ (where users read and copy them); an installed package carries a copy.
 _PACKAGED = files("hogwild_dqn") / "configs"
@@ -191,7 +191,7 @@ class Config:
             raise ConfigError(f"--algo {self.algo} plays one game per worker; --envs-per-worker must be 1")
         if self.obs_normalize and self.cluster:
             raise ConfigError("--obs-normalize works on one machine only (a cluster exchanges the weights, not the "
-                              "observation statistics)")
+                              "observation statistics); --no-obs-normalize turns it off")
         if self.obs_normalize and ALGORITHMS[self.algo].replay:
             raise ConfigError(f"--obs-normalize is not available for --algo {self.algo} (its replay memory keeps "
                               "raw observations that the statistics would have to follow)")
@@ -286,6 +286,9 @@ def default_preset(game: str, algo: str, net: str = "ff") -> Path:
 
         spec = registry.get(game)
         mujoco = spec is not None and str(spec.entry_point).startswith("gymnasium.envs.mujoco")
+        # every MuJoCo task acts in a Box: said before the preset's a3c values meet a discrete --algo
+        if mujoco and ALGORITHMS.get(algo) and (why := unable(game, algo, "Box")):
+            raise ConfigError(why)
         return CONFIG_DIR / ("mujoco.yaml" if mujoco else "cartpole.yaml")
     if ALGORITHMS.get(algo) and ALGORITHMS[algo].replay:
         return CONFIG_DIR / "dqn_atari.yaml"

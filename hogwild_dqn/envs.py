@@ -16,7 +16,7 @@ from ale_py import roms
 from gymnasium.utils import seeding
 from gymnasium.wrappers import ClipAction, RecordEpisodeStatistics, TransformReward
 
-from hogwild_dqn.algorithms import ALGORITHMS
+from hogwild_dqn.algorithms import unable
 from hogwild_dqn.config import Config, ConfigError, first_line
 
 gym.register_envs(ale_py)
@@ -260,10 +260,8 @@ def env_spec(cfg: Config) -> EnvSpec:
         if kind not in ("Discrete", "Box") or (kind == "Box" and len(act_space.shape) != 1):
             raise ConfigError(f"--game {cfg.game!r} has a {kind} action space of shape {act_space.shape}; "
                               "give a game with discrete actions or a flat Box of continuous ones")
-        if kind not in ALGORITHMS[cfg.algo].action_spaces:
-            able = [k for k, a in ALGORITHMS.items() if kind in a.action_spaces]
-            raise ConfigError(f"--game {cfg.game!r} has continuous ({kind}) actions; --algo {cfg.algo} needs "
-                              f"discrete ones (continuous actions: --algo {' or '.join(able)})")
+        if why := unable(cfg.game, cfg.algo, kind):
+            raise ConfigError(why)
         if is_atari and cfg.obs_normalize:
             raise ConfigError("--obs-normalize is for vector observations; Atari frames have --obs-standardize")
         if not is_atari and len(obs_space.shape) != 1:

@@ -35,6 +35,10 @@ BAD = [
                                             "--obs-standardize"),
     (["--game", "CartPole-v1", "--algo", "dqn", "--obs-normalize"], "--obs-normalize is not available for --algo dqn"),
     (["--game", "CartPole-v1", "--obs-normalize", "--cluster", "auto"], "--obs-normalize works on one machine only"),
+    # a MuJoCo task with a discrete --algo: the actions are said first, not the a3c preset's values
+    (["--game", "Hopper-v5", "--algo", "dqn"], "--game 'Hopper-v5' has continuous (Box) actions; --algo dqn needs "
+                                               "discrete ones (continuous actions: --algo a3c)"),
+    (["--game", "CartPole-v1", "--obs-normalize", "--cluster", "auto"], "; --no-obs-normalize turns it off"),
 ]
 
 

@@ -44,3 +44,12 @@ ALGORITHMS = {
                      "worker: standard DQN; several: asynchronous DQN)", actor_critic=False, target_network=True,
                      replay=True),
 }
+
+
+def unable(game: str, algo: str, kind: str) -> str | None:
+    """Why --algo cannot act in --game's `kind` of action space (a gymnasium space's class name), or None."""
+    if kind in ALGORITHMS[algo].action_spaces:
+        return None
+    able = [k for k, a in ALGORITHMS.items() if kind in a.action_spaces]
+    return (f"--game {game!r} has continuous ({kind}) actions; --algo {algo} needs discrete ones (continuous "
+            f"actions: --algo {' or '.join(able)})")
