@@ -36,7 +36,7 @@ from pathlib import Path
 from hogwild_dqn import __version__
 from hogwild_dqn.config import ConfigError, Parser
 from hogwild_dqn.tools import TRAIN, resume_or_start
-from hogwild_dqn.tools.report import fmt
+from hogwild_dqn.tools.report import ended, fmt
 
 SUITES = {  # name -> (games, frames of each run, SB3 A2C beside it)
     "atari": (("Pong", "Breakout", "SpaceInvaders", "BeamRider", "Qbert", "Seaquest"), 10_000_000, False),
@@ -49,7 +49,6 @@ SB3_SCRIPT = Path(__file__).resolve().parents[2] / "baselines" / "sb3_a2c.py"  #
 HUMAN_REFERENCE = {"Pong": (-20.7, 14.6), "Breakout": (1.7, 30.5), "SpaceInvaders": (148.0, 1668.7),
                    "BeamRider": (363.9, 16926.5), "Qbert": (163.9, 13455.0), "Seaquest": (68.4, 42054.7),
                    "Enduro": (0.0, 860.5), "MsPacman": (307.3, 6951.6), "Asterix": (210.0, 8503.3)}
-DONE = ("finished", "solved")  # summary.json statuses of a run that needs nothing more
 
 
 class BenchmarkError(ConfigError):
@@ -91,7 +90,7 @@ def read_summary(run: Path) -> dict | None:
 
 def is_done(run: Path) -> bool:
     summary = read_summary(run)
-    return summary is not None and summary["status"].startswith(DONE)
+    return summary is not None and ended(summary["status"])
 
 
 def sb3_command(args: argparse.Namespace, game: str, seed: int, run: Path) -> list[str]:
@@ -290,7 +289,7 @@ def game_row(game: str, runs: list[Score], seeds: int) -> str:
     mean, std = _mean_std([s.final_mean for s in scored]) if scored else (None, None)
     norm = [s.normalized for s in scored if s.normalized is not None]
     best = [s.best_periodic for s in runs if s.best_periodic is not None]
-    each = ", ".join(f"s{s.seed} {fmt(s.final_mean)}" + ("" if s.status.startswith(DONE) else f" ({s.status})")
+    each = ", ".join(f"s{s.seed} {fmt(s.final_mean)}" + ("" if ended(s.status) else f" ({s.status})")
                      for s in runs)
     return (f"| {game} | {len(scored)}/{seeds} | {fmt(mean)} ± {fmt(std)} | "
             f"{fmt(statistics.mean(norm) if norm else None, '.3f')} | {each} | "

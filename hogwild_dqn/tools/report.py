@@ -50,9 +50,10 @@ class Run:
     final: dict | None = None        # summary.json's final_eval: the last weights over many games, the score
 
 
-def complete(r: Run) -> bool:
-    """Ran all its frames, or stopped at --stop-return (status "solved: ...", see processes.watch)."""
-    return r.status == "finished" or r.status.startswith("solved:")
+def ended(status: str) -> bool:
+    """A summary.json status of a run that needs nothing more: it ran all its frames, or stopped at
+    --stop-return ("solved: ...", see processes.watch)."""
+    return status == "finished" or status.startswith("solved:")
 
 
 def read_run(path: Path) -> Run | None:
@@ -130,7 +131,7 @@ def plot_curves(runs: list[Run], x: str, out: Path) -> None:
             label = f"{r.threads} worker{'s' if r.threads > 1 else ''}" if r.threads not in labelled else None
             labelled.add(r.threads)
             ax.plot([e[x] for e in r.evals], [e["mean_return"] for e in r.evals], color=colours[r.threads],
-                    label=label, linestyle="-" if complete(r) else ":", marker=".")
+                    label=label, linestyle="-" if ended(r.status) else ":", marker=".")
         ax.set_title(f"{' / '.join(sorted({r.game for r in runs}))} {algo}")
         ax.set_xlabel("global frames" if x == "frames" else "wall time (s)")
         ax.grid(alpha=0.3)
