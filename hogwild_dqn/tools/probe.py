@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from hogwild_dqn.algorithms.a3c import log_prob_entropy
 from hogwild_dqn.config import ConfigError, Parser
 from hogwild_dqn.envs import make_env
 from hogwild_dqn.networks import gaussian, is_recurrent
@@ -53,9 +54,8 @@ def probe(run_dir: Path, steps: int, last: bool, seed: int) -> dict:
                                                                                              feats[-1][None], h)]))
             cells.append(c[0].abs())
         logits = net.pi(net.lstm(feats[-1][None], policy.state)[0] if is_recurrent(net) else feats[-1][None])
-        if gaussian(logits) is None:
-            p = torch.softmax(logits[0], -1)
-            entropies.append(float(-(p * p.clamp_min(1e-12).log()).sum()))
+        if gaussian(logits) is None:  # the entropy the A3C loss rewards (the action passed is not used for it)
+            entropies.append(float(log_prob_entropy(logits, torch.zeros(1, dtype=torch.long))[1][0]))
         obs, _, term, trunc, _ = env.step(policy.act(obs))
         if term or trunc:
             obs, _ = env.reset()
