@@ -78,6 +78,9 @@ class Config:
     policy_std_max: float = _f(0.0, "continuous actions: the Gaussian's standard deviation is at most this (its "
                                     "variance a sigmoid of the head's output times its square); 0: unbounded "
                                     "(a softplus, the paper's)")
+    policy_std_init: float = _f(0.0, "continuous actions: the Gaussian's standard deviation is one learned "
+                                     "parameter per action component, the same in every state, starting at this "
+                                     "(SB3's and PPO's Gaussian); 0: the head's output (the paper's)")
     value_coef: float = _f(0.5, "A3C value-loss weight")
     # value-based methods
     target_update: int = _f(40_000, "global frames between target-network copies")
@@ -178,10 +181,11 @@ class Config:
             raise ConfigError(f"--stop-return must be a finite number, got {self.stop_return!r}")
         if isinstance(self.max_restarts, bool) or self.max_restarts < 0:
             raise ConfigError(f"--max-restarts must be an integer >= 0, got {self.max_restarts!r}")
-        if min(self.noop_max, self.grad_clip, self.entropy_beta, self.eps_anneal_frames, self.video_steps,
-               self.learning_starts, self.policy_std_max) < 0:
-            raise ConfigError("--noop-max, --grad-clip, --entropy-beta, --eps-anneal-frames, --video-steps, "
-                              "--learning-starts and --policy-std-max must be >= 0")
+        for name in ("noop_max", "grad_clip", "entropy_beta", "eps_anneal_frames", "video_steps", "learning_starts",
+                     "policy_std_max", "policy_std_init"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < math.inf:
+                raise ConfigError(f"--{_flag(name)} must be a number >= 0, got {v!r}")
 
     def _check_combinations(self) -> None:
         """Values that must fit together."""
@@ -189,6 +193,9 @@ class Config:
             raise ConfigError(f"--batch-size {self.batch_size} is larger than --replay-size {self.replay_size}")
         if ALGORITHMS[self.algo].replay and self.envs_per_worker != 1:
             raise ConfigError(f"--algo {self.algo} plays one game per worker; --envs-per-worker must be 1")
+        if self.policy_std_max and self.policy_std_init:
+            raise ConfigError("--policy-std-max bounds the head's state-dependent deviation, --policy-std-init "
+                              "learns one that is not; choose one")
         if self.obs_normalize and self.cluster:
             raise ConfigError("--obs-normalize works on one machine only (a cluster exchanges the weights, not the "
                               "observation statistics); --no-obs-normalize turns it off")

@@ -5,6 +5,7 @@ actions, a Gaussian's (mean, variance) as (rows, 2, action components) for conti
 from __future__ import annotations
 
 import itertools
+import math
 
 import torch
 from torch import nn
@@ -127,19 +128,29 @@ class GaussianHead(nn.Module):
     stacked as (..., 2, components) so that it stands where a discrete head's logits stand.
 
     With `std_max` the variance is std_max^2 * sigmoid instead: the env clips the draws to the action bounds, so
-    a variance far beyond them buys entropy at no cost and an entropy bonus can inflate it without end."""
+    a variance far beyond them buys entropy at no cost and an entropy bonus can inflate it without end.
+    With `std_init` the standard deviation is one learned parameter per component, the same in every state,
+    starting at std_init (SB3's and PPO's Gaussian): a state-dependent head can shrink it in a few updates."""
 
     MIN_VARIANCE = 1e-4  # keeps log-probabilities finite when the softplus underflows
 
-    def __init__(self, hidden: int, components: int, std_max: float = 0.0):
+    def __init__(self, hidden: int, components: int, std_max: float = 0.0, std_init: float = 0.0):
         super().__init__()
-        self.mean, self.variance = nn.Linear(hidden, components), nn.Linear(hidden, components)
+        self.mean = nn.Linear(hidden, components)
+        if std_init:
+            self.log_std = nn.Parameter(torch.full((components,), math.log(std_init)))
+        else:
+            self.variance = nn.Linear(hidden, components)
         self.var_max = std_max ** 2
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        raw = self.variance(x)
-        var = (self.var_max * torch.sigmoid(raw) if self.var_max else nn.functional.softplus(raw)) + self.MIN_VARIANCE
-        return torch.stack((self.mean(x), var), -2)
+        mean = self.mean(x)
+        if hasattr(self, "log_std"):
+            var = torch.exp(2 * self.log_std).expand_as(mean)
+        else:
+            raw = self.variance(x)
+            var = self.var_max * torch.sigmoid(raw) if self.var_max else nn.functional.softplus(raw)
+        return torch.stack((mean, var + self.MIN_VARIANCE), -2)
 
 
 def gaussian(policy: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
@@ -147,10 +158,10 @@ def gaussian(policy: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
     return (policy[:, 0], policy[:, 1]) if policy.dim() == 3 else None
 
 
-def policy_head(hidden: int, spec, std_max: float = 0.0) -> nn.Module:
+def policy_head(hidden: int, spec, std_max: float = 0.0, std_init: float = 0.0) -> nn.Module:
     """Logits over spec.n_actions actions, or a Gaussian over spec.n_actions components when continuous."""
     if getattr(spec, "continuous", False):
-        return GaussianHead(hidden, spec.n_actions, std_max)
+        return GaussianHead(hidden, spec.n_actions, std_max, std_init)
     return nn.Linear(hidden, spec.n_actions)
 
 
@@ -184,10 +195,11 @@ class RecurrentActorCritic(nn.Module):
     CELLS = 256
     recurrent = True  # callers carry a state for it (the feed-forward networks say nothing: False)
 
-    def __init__(self, torso: nn.Module, hidden: int, spec, std_max: float = 0.0):
+    def __init__(self, torso: nn.Module, hidden: int, pi: nn.Module):
+        """`pi`: the policy head, over CELLS inputs."""
         super().__init__()
         self.torso, self.lstm = torso, nn.LSTMCell(hidden, self.CELLS)
-        self.pi, self.v = policy_head(self.CELLS, spec, std_max), nn.Linear(self.CELLS, 1)
+        self.pi, self.v = pi, nn.Linear(self.CELLS, 1)
 
     def initial_state(self, rows: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The state of a game that has just started: zeros."""
@@ -230,10 +242,13 @@ def network_for(cfg, spec) -> nn.Module:
         return (AtariTorso(obs_shape, hidden, cfg.obs_standardize) if pixels
                 else MLPTorso(obs_shape, hidden, cfg.mlp_layers, norm))
 
+    def new_pi(inputs: int) -> nn.Module:
+        return policy_head(inputs, spec, cfg.policy_std_max, cfg.policy_std_init)
+
     torso = new_torso()
     if cfg.net == "lstm":
-        return RecurrentActorCritic(torso, hidden, spec, cfg.policy_std_max)
+        return RecurrentActorCritic(torso, hidden, new_pi(RecurrentActorCritic.CELLS))
     value_torso = None if pixels else new_torso()
     if ALGORITHMS[cfg.algo].actor_critic:
-        return ActorCritic(torso, hidden, policy_head(hidden, spec, cfg.policy_std_max), value_torso)
+        return ActorCritic(torso, hidden, new_pi(hidden), value_torso)
     return QNet(torso, hidden, spec.n_actions)

@@ -39,6 +39,9 @@ BAD = [
     (["--game", "Hopper-v5", "--algo", "dqn"], "--game 'Hopper-v5' has continuous (Box) actions; --algo dqn needs "
                                                "discrete ones (continuous actions: --algo a3c)"),
     (["--game", "CartPole-v1", "--obs-normalize", "--cluster", "auto"], "; --no-obs-normalize turns it off"),
+    (["--game", "Pendulum-v1", "--policy-std-init", "-1"], "--policy-std-init must be a number >= 0, got -1.0"),
+    (["--game", "Pendulum-v1", "--policy-std-max", "nan"], "--policy-std-max must be a number >= 0, got nan"),
+    (["--game", "Pendulum-v1", "--policy-std-init", "1", "--policy-std-max", "1"], "is not; choose one"),
 ]
 
 

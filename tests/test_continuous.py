@@ -1,7 +1,8 @@
 """A3C on continuous (Box) actions with real worker processes: InvertedPendulum-v5 (MuJoCo) is balanced,
 Pendulum-v1 learns and the trained run plays (play, load_policy, the best-episode GIF); the LSTM acts with the
-Gaussian head too, on normalized observations."""
+Gaussian head too, on normalized observations; a state-independent deviation (--policy-std-init) is trained."""
 
+import math
 import sys
 
 import numpy as np
@@ -76,3 +77,18 @@ def test_the_lstm_acts_with_the_gaussian_head_on_normalized_observations(tmp_pat
     assert 0.9 * s["frames"] <= model["torso.norm.count"].item() <= s["frames"]
     cos, sin, speed = model["torso.norm.mean"].tolist()
     assert -1 <= cos <= 1 and -1 <= sin <= 1 and model["torso.norm.var"][2] > 0.1  # Pendulum's cos, sin, speed
+
+
+def test_a_learned_state_independent_deviation_is_trained_through_shared_memory(tmp_path):
+    """--policy-std-init: both workers' updates reach the one shared log-std parameter, the checkpoint keeps
+    it and load_policy rebuilds the run's head from it."""
+    run = tmp_path / "std"
+    proc = run_train("--game", "Pendulum-v1", "--policy-std-init", "0.5", "--threads", 2, "--frames", 4000,
+                     "--eval-every", 4000, "--eval-episodes", 1, "--final-eval-episodes", 1, "--video-steps", 0,
+                     "--run-dir", run, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    model = torch.load(run / "checkpoint.pt", weights_only=True)["model"]
+    assert "pi.variance.weight" not in model and model["pi.log_std"].shape == (1,)
+    assert abs(model["pi.log_std"].item() - math.log(0.5)) > 1e-3  # the workers trained it
+    policy = hogwild_dqn.load_policy(run, last=True)
+    torch.testing.assert_close(policy.net.pi.log_std.detach(), model["pi.log_std"])

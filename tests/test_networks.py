@@ -125,6 +125,22 @@ def test_policy_std_max_bounds_the_gaussian_and_its_entropy_bonus():
             assert (var > 7.9).all()
 
 
+def test_policy_std_init_learns_one_deviation_for_every_state():
+    """--policy-std-init S: the standard deviation is one parameter per component, S at first, the same for
+    every observation, and the loss's gradient reaches it (feed-forward and LSTM alike)."""
+    from hogwild_dqn.algorithms.a3c import log_prob_entropy
+
+    cfg = Config(game="Pendulum-v1", hidden=16, mlp_layers=1, policy_std_init=0.5)
+    for net in (network_for(cfg, env_spec(cfg)), network_for(dataclasses.replace(cfg, net="lstm"), env_spec(cfg))):
+        assert not hasattr(net.pi, "variance") and net.pi.log_std.shape == (1,)
+        obs = torch.randn(5, 3) * 10
+        policy = net(obs)[0] if not is_recurrent(net) else net(obs, net.initial_state(5))[0]
+        torch.testing.assert_close(policy[:, 1], torch.full((5, 1), 0.25 + GaussianHead.MIN_VARIANCE))
+        log_prob, entropy = log_prob_entropy(policy, torch.zeros(5, 1))
+        (log_prob.sum() + entropy.sum()).backward()
+        assert net.pi.log_std.grad.abs().sum() > 0
+
+
 def test_obs_norm_keeps_the_running_mean_and_variance_of_every_batch():
     norm = ObsNorm((3,))
     g = torch.Generator().manual_seed(0)
