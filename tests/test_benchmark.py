@@ -95,7 +95,8 @@ def test_the_mujoco_suite_runs_sb3_a2c_beside_each_run_and_tables_both(tmp_path)
     assert ours["final_eval"]["episodes"] == 5 and sb3["final_eval"]["episodes"] == 30
     assert sb3["status"] == "finished" and sb3["frames"] == 4000 and sb3["evals"][-1]["final"]
     cmd = (tmp_path / "chain.log").read_text()
-    assert "sb3_a2c.py --game InvertedPendulum-v5 --frames 4000 --seed 1" in cmd
+    assert "sb3_a2c.py --game InvertedPendulum-v5 --frames 4000 --seed 1 --eval-every 200" in cmd
+    assert "--frames 4000 --seed 1 --eval-every 200 --run-dir" in cmd  # ours: 20 evaluations too, unless told
     report = (tmp_path / "benchmark.md").read_text()
     row = [line for line in report.splitlines() if line.startswith("| InvertedPendulum-v5 |")][-1]  # beside SB3
     assert f"s1 {ours['final_eval']['mean_return']:.1f} / {sb3['final_eval']['mean_return']:.1f}" in row

@@ -94,9 +94,9 @@ def is_done(run: Path) -> bool:
 
 
 def sb3_command(args: argparse.Namespace, game: str, seed: int, run: Path) -> list[str]:
-    """The baseline's run beside ours: same game, frames and seed; evaluated as often (a cut one starts over)."""
+    """The baseline's run beside ours: same game, frames and seed (a cut one starts over)."""
     return [sys.executable, str(SB3_SCRIPT), "--game", game, "--frames", str(args.frames), "--seed", str(seed),
-            "--eval-every", str(max(1, args.frames // 20)), "--run-dir", str(run)]
+            "--eval-every", str(eval_every(args)), "--run-dir", str(run)]
 
 
 def jobs(args: argparse.Namespace) -> list[tuple[str, int, str]]:
@@ -117,10 +117,17 @@ def command(args: argparse.Namespace, game: str, seed: int, algo: str, run: Path
     return resume_or_start(run, start)
 
 
+def eval_every(args: argparse.Namespace) -> int:
+    """Every run of a suite, ours and SB3's, is evaluated 20 times (the presets' own intervals suit their default
+    frames, not a suite's)."""
+    return max(1, args.frames // 20)
+
+
 def train_command(args: argparse.Namespace, game: str, seed: int, run: Path) -> list[str]:
     """The train.py command that starts one of our runs."""
     return [*TRAIN, "--game", game, "--algo", args.algo, "--threads", str(args.threads), "--frames",
-            str(args.frames), "--seed", str(seed), "--run-dir", str(run), "--no-progress", *args.train_args]
+            str(args.frames), "--seed", str(seed), "--eval-every", str(eval_every(args)), "--run-dir", str(run),
+            "--no-progress", *args.train_args]
 
 
 def commit() -> str:
