@@ -123,6 +123,8 @@ def test_ale_games_default_to_the_preset_that_learns_on_few_cores(game):
 def test_continuous_control_tasks_take_their_presets(game, preset):
     cfg, _, source = load(["--game", game])
     assert source == CONFIG_DIR / preset and cfg.game == game
+    if preset == "mujoco.yaml":  # standardized observations, a learned state-independent deviation
+        assert cfg.obs_normalize and cfg.policy_std_init == 1.0
 
 
 def test_lstm_takes_the_atari_preset_with_longer_segments():
