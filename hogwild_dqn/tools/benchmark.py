@@ -317,7 +317,8 @@ def beside_sb3(args: argparse.Namespace, ours: list[Score]) -> list[str]:
     if not theirs:
         return []
     lines = ["", "Beside Stable-Baselines3 A2C (rl-zoo's settings, baselines/sb3_a2c.py; the same frames and seeds, "
-             "one run after another on the same machine):", "",
+             "on the same machine; wall minutes as each run measured them, which compare only where the runs had "
+             "the machine alike: `chain.log` says when each ran):", "",
              f"| game | {args.algo}: final (mean ± std over seeds, runs) | SB3 A2C: final | {args.algo} wall minutes "
              "(mean) | SB3 A2C wall minutes (mean) | each seed, ours / SB3 |", "| --- | --- | --- | --- | --- | --- |"]
     for game in args.games:
