@@ -114,12 +114,13 @@ def best_periodic(best: float, evals: list[dict]) -> float:
 def make_summary(run: Run, reason: str, frames: int, evals: list) -> dict:
     """summary.json: totals over every session of the run (`evals`: every evaluation, earlier sessions' too)."""
     prior, wall = run.prior, time.time() - run.session_start
+    best = best_periodic(prior["best"], evals) if evals else -math.inf
     return {
         "game": run.cfg.game, "algo": run.cfg.algo, "threads": run.threads, "seed": run.cfg.seed, "status": reason,
         "frames": frames, "wall_seconds": round(prior["wall_seconds"] + wall, 2),
         "frames_per_second": round((frames - prior["frames"]) / max(wall, 1e-9), 1),  # this session's
         "final_eval": final_eval(evals),  # the run's score: the last weights over --final-eval-episodes games
-        "best_eval_return": best_periodic(prior["best"], evals) if evals else None,
+        "best_eval_return": best if math.isfinite(best) else None,  # None: no periodic evaluation yet
         "evaluator_device": next((e["device"] for e in reversed(evals) if "device" in e), prior["device"]),
         "evals": [eval_record(e) for e in evals],
     }

@@ -64,3 +64,22 @@ def test_the_final_evaluation_is_the_score_not_a_best(tmp_path):
     assert final_line(final_eval(evals)) == "final eval 9 ± 2.0 over 30 games"
     assert (result_line({"final_eval": None, "best_eval_return": 384.20500919020657})
             == "no final evaluation, best periodic eval 384.205")  # a float's 17 digits are noise in a line
+
+
+def test_a_run_with_only_its_final_evaluation_has_no_best(tmp_path):
+    """--eval-every equal to --frames: the final evaluation can come before any periodic one; summary.json then
+    holds null (strict JSON, not -Infinity) and the last line says none, not -inf."""
+    import json
+
+    import pytest
+
+    from tests.conftest import run_train
+
+    run = tmp_path / "run"
+    proc = run_train("--game", "CartPole-v1", "--frames", 2000, "--eval-every", 2000, "--final-eval-episodes", 1,
+                     "--video-steps", 0, "--run-dir", run, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    summary = json.loads((run / "summary.json").read_text(), parse_constant=lambda c: pytest.fail(c))
+    periodic = [e for e in summary["evals"] if not e["final"]]
+    assert (summary["best_eval_return"] is None) == (not periodic)
+    assert "inf" not in proc.stdout.strip().splitlines()[-1]
