@@ -137,11 +137,13 @@ class Config:
         self._check_numbers()
         self._check_combinations()
 
-    def _positive(self, name: str, integer: bool) -> None:
+    def _positive(self, name: str, integer: bool, zero: bool = False) -> None:
+        """`name` is a finite number above 0 (with `zero`: at least 0), an int if `integer`."""
         v = getattr(self, name)
         kind = int if integer else (int, float)
-        if isinstance(v, bool) or not isinstance(v, kind) or not 0 < v < math.inf:
-            what = "a positive integer" if integer else "a positive number"
+        if isinstance(v, bool) or not isinstance(v, kind) or not ((0 <= v) if zero else (0 < v)) or not v < math.inf:
+            what = (("an integer" if integer else "a number") + " >= 0" if zero
+                    else "a positive integer" if integer else "a positive number")
             raise ConfigError(f"--{_flag(name)} must be {what}, got {v!r}")
 
     def _check_choices(self) -> None:
@@ -183,9 +185,7 @@ class Config:
             raise ConfigError(f"--max-restarts must be an integer >= 0, got {self.max_restarts!r}")
         for name in ("noop_max", "grad_clip", "entropy_beta", "eps_anneal_frames", "video_steps", "learning_starts",
                      "policy_std_max", "policy_std_init"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < math.inf:
-                raise ConfigError(f"--{_flag(name)} must be a number >= 0, got {v!r}")
+            positive(name, integer=False, zero=True)
 
     def _check_combinations(self) -> None:
         """Values that must fit together."""

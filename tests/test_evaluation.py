@@ -1,11 +1,15 @@
 """Evaluation written once: the evaluation points, late evaluators, --stop-return, and what a result records."""
 
+import json
+
 import numpy as np
+import pytest
 import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from hogwild_dqn import metrics
 from hogwild_dqn.evaluation import Recorder, next_point, points_skipped, stop_reason
+from tests.conftest import run_train
 
 
 def test_evaluation_points_fall_on_multiples_of_eval_every():
@@ -69,12 +73,6 @@ def test_the_final_evaluation_is_the_score_not_a_best(tmp_path):
 def test_a_run_with_only_its_final_evaluation_has_no_best(tmp_path):
     """--eval-every equal to --frames: the final evaluation can come before any periodic one; summary.json then
     holds null (strict JSON, not -Infinity) and the last line says none, not -inf."""
-    import json
-
-    import pytest
-
-    from tests.conftest import run_train
-
     run = tmp_path / "run"
     proc = run_train("--game", "CartPole-v1", "--frames", 2000, "--eval-every", 2000, "--final-eval-episodes", 1,
                      "--video-steps", 0, "--run-dir", run, timeout=300)
