@@ -10,6 +10,7 @@ prints each score and mean ± std, min and max, and writes play.mp4 of the first
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -79,8 +80,10 @@ def play(run_dir: Path, episodes: int, device: str, seed: int | None, video: boo
     env = make_env(cfg, seed, for_eval=True, render=video)
     acting = ("epsilon-greedy" if not policy.actor_critic else "the policy's most likely action (the Gaussian's "
               "mean: --no-deterministic samples)" if policy.deterministic else "actions sampled from the policy")
+    best = (f"evaluator's best {policy.best_eval_return:g}" if math.isfinite(policy.best_eval_return)
+            else "no periodic evaluation")
     print(f"{policy.source}: {cfg.variant()} on {cfg.game} after {policy.frames:,} frames "
-          f"(evaluator's best {policy.best_eval_return:g}); {episodes} games on {device}, {acting}", flush=True)
+          f"({best}); {episodes} games on {device}, {acting}", flush=True)
     scores, out = [], None
     try:
         for i in range(episodes):

@@ -11,6 +11,7 @@ import time
 import pytest
 from scipy.stats import trim_mean
 
+from hogwild_dqn.tools.benchmark import units
 from tests.conftest import run_cmd, start
 
 SUITE = ["--games", "CartPole-v1", "--frames", "10000", "--reference", "CartPole-v1=22,500", "--reps", "2000"]
@@ -101,3 +102,9 @@ def test_the_mujoco_suite_runs_sb3_a2c_beside_each_run_and_tables_both(tmp_path)
     row = [line for line in report.splitlines() if line.startswith("| InvertedPendulum-v5 |")][-1]  # beside SB3
     assert f"s1 {ours['final_eval']['mean_return']:.1f} / {sb3['final_eval']['mean_return']:.1f}" in row
     assert "No IQM: these games have no random and human reference scores" in report
+    assert report.startswith("# Benchmark: a3c, 2 workers, 4,000 steps, seeds 1\n")
+
+
+def test_a_suite_counts_frames_and_games_only_when_every_game_is_atari():
+    assert units(["Pong", "Breakout"]) == ("frames", "games")
+    assert units(["Pong", "Hopper-v5"]) == units(["CartPole-v1"]) == ("steps", "episodes")

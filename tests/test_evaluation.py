@@ -1,6 +1,7 @@
 """Evaluation written once: the evaluation points, late evaluators, --stop-return, and what a result records."""
 
 import json
+import sys
 
 import numpy as np
 import pytest
@@ -9,7 +10,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from hogwild_dqn import metrics
 from hogwild_dqn.evaluation import Recorder, next_point, points_skipped, stop_reason
-from tests.conftest import run_train
+from tests.conftest import run_cmd, run_train
 
 
 def test_evaluation_points_fall_on_multiples_of_eval_every():
@@ -72,7 +73,7 @@ def test_the_final_evaluation_is_the_score_not_a_best(tmp_path):
 
 def test_a_run_with_only_its_final_evaluation_has_no_best(tmp_path):
     """--eval-every equal to --frames: the final evaluation can come before any periodic one; summary.json then
-    holds null (strict JSON, not -Infinity) and the last line says none, not -inf."""
+    holds null (strict JSON, not -Infinity) and the last line and `play` say so, not -inf."""
     run = tmp_path / "run"
     proc = run_train("--game", "CartPole-v1", "--frames", 2000, "--eval-every", 2000, "--final-eval-episodes", 1,
                      "--video-steps", 0, "--run-dir", run, timeout=300)
@@ -81,3 +82,7 @@ def test_a_run_with_only_its_final_evaluation_has_no_best(tmp_path):
     periodic = [e for e in summary["evals"] if not e["final"]]
     assert (summary["best_eval_return"] is None) == (not periodic)
     assert "inf" not in proc.stdout.strip().splitlines()[-1]
+    played = run_cmd([sys.executable, "-m", "hogwild_dqn.play", str(run), "--episodes", "1", "--no-video"], 300)
+    assert played.returncode == 0, played.stderr[-2000:]
+    assert "inf" not in played.stdout.splitlines()[0]
+    assert ("no periodic evaluation" in played.stdout) == (not periodic)

@@ -35,6 +35,7 @@ from pathlib import Path
 
 from hogwild_dqn import __version__
 from hogwild_dqn.config import ConfigError, Parser
+from hogwild_dqn.envs import resolve
 from hogwild_dqn.tools import TRAIN, resume_or_start
 from hogwild_dqn.tools.report import ended, fmt
 
@@ -277,6 +278,11 @@ def plot_profile(agg: dict, label: str, out: Path) -> None:
     plt.close(fig)
 
 
+def units(games) -> tuple[str, str]:
+    """What a suite counts in: an Atari run's frames and games, else a task's steps and episodes."""
+    return ("frames", "games") if all(resolve(g)[0] for g in games) else ("steps", "episodes")
+
+
 def write_csv(args: argparse.Namespace, scores: list[Score], path: Path) -> None:
     """One row per run."""
     with path.open("w", newline="") as f:
@@ -316,7 +322,8 @@ def beside_sb3(args: argparse.Namespace, ours: list[Score]) -> list[str]:
     theirs = read_scores(args, SB3)
     if not theirs:
         return []
-    lines = ["", "Beside Stable-Baselines3 A2C (rl-zoo's settings, baselines/sb3_a2c.py; the same frames and seeds, "
+    lines = ["", "Beside Stable-Baselines3 A2C (rl-zoo's settings, baselines/sb3_a2c.py; the same "
+             f"{units(args.games)[0]} and seeds, "
              "on the same machine; wall minutes as each run measured them, which compare only where the runs had "
              "the machine alike: `chain.log` says when each ran):", "",
              f"| game | {args.algo}: final (mean ± std over seeds, runs) | SB3 A2C: final | {args.algo} wall minutes "
@@ -343,10 +350,11 @@ def write_report(args: argparse.Namespace) -> Path:
     normalized = (" Human-normalized as (score − random) / (human − random) with the random and human scores "
                   f"{references} (no-op starts, DeepMind's dqn_zoo `atari_data.py`, unless given with --reference)."
                   if references else "")
-    lines = [f"# Benchmark: {args.algo}, {args.threads} workers, {args.frames:,} frames, seeds "
+    frames, games = units(args.games)
+    lines = [f"# Benchmark: {args.algo}, {args.threads} workers, {args.frames:,} {frames}, seeds "
              f"{' '.join(map(str, args.seeds))}", "",
              f"Runs under `{args.logdir}`; the code and machine of each run are in its `chain.log`. The score of a "
-             f"run is its last weights over {max(s.episodes for s in scores)} games (`final_eval` in its "
+             f"run is its last weights over {max(s.episodes for s in scores)} {games} (`final_eval` in its "
              f"summary.json).{normalized}", "",
              "| game | runs scored | final score (mean ± std over seeds) | human-normalized (mean) | each seed's "
              "final score | best periodic evaluation, mean over seeds (a curve point, not the score) | wall minutes "
@@ -365,7 +373,7 @@ def write_report(args: argparse.Namespace) -> Path:
                   f"games × {len(args.seeds)} seeds; median {agg['median']:.3f}, mean {agg['mean']:.3f}."
                   + (f" Not yet in it: {', '.join(missing)}." if missing else ""), "",
                   "![performance profile](benchmark_profile.png)"]
-        label = f"{args.algo}, {args.threads} workers, {args.frames / 1e6:g}M frames"
+        label = f"{args.algo}, {args.threads} workers, {args.frames / 1e6:g}M {frames}"
         plot_profile(agg, label, out / "benchmark_profile.png")
     (out / "benchmark.md").write_text("\n".join(lines) + "\n")
     return out / "benchmark.md"
