@@ -8,6 +8,7 @@ import signal
 import sys
 import time
 
+import imageio.v2 as imageio
 import pytest
 from scipy.stats import trim_mean
 
@@ -103,6 +104,10 @@ def test_the_mujoco_suite_runs_sb3_a2c_beside_each_run_and_tables_both(tmp_path)
     assert f"s1 {ours['final_eval']['mean_return']:.1f} / {sb3['final_eval']['mean_return']:.1f}" in row
     assert "No IQM: these games have no random and human reference scores" in report
     assert report.startswith("# Benchmark: a3c, 2 workers, 4,000 steps, seeds 1\n")
+    assert "![evaluations against frames, each run](benchmark_curves.png)" in report
+    pixels = imageio.imread(tmp_path / "benchmark_curves.png")[..., :3]
+    for color in ((31, 119, 180), (255, 127, 14)):  # ours (tab:blue) and SB3's (tab:orange) are drawn
+        assert (pixels == color).all(-1).any(), color
 
 
 def test_a_suite_counts_frames_and_games_only_when_every_game_is_atari():

@@ -11,11 +11,11 @@ HalfCheetah and Ant (v5), 1M steps each, and beside each run Stable-Baselines3 A
 
 Each run goes to <logdir>/<game>-<algo>-s<seed> (console output in <run>.log beside it, starts and ends in
 chain.log). A finished run is kept and not run again; a cut one is resumed from its checkpoint, so the suite can
-be stopped with Ctrl-C and started again. The report (benchmark.md, benchmark.csv, benchmark_profile.png in
---out) gives per game the mean ± std over seeds of the final score (the last weights over --final-eval-episodes
-games) and its human-normalized score, and over games the interquartile mean (IQM) of human-normalized scores
-with a 95% stratified-bootstrap confidence interval and a performance profile, computed with rliable (Agarwal
-et al. 2021; `make install-benchmark`).
+be stopped with Ctrl-C and started again. The report (benchmark.md, benchmark.csv, benchmark_curves.png and
+benchmark_profile.png in --out) gives per game the mean ± std over seeds of the final score (the last weights
+over --final-eval-episodes games) and its human-normalized score, and over games the interquartile mean (IQM) of
+human-normalized scores with a 95% stratified-bootstrap confidence interval and a performance profile,
+computed with rliable (Agarwal et al. 2021; `make install-benchmark`).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import os
 import platform
 import signal
@@ -68,8 +69,8 @@ class Score:
     final_std: float | None
     episodes: int
     best_periodic: float | None
-
     reference: tuple[float, float] | None  # (random, human) scores of the game, if known
+    curve: list[tuple[int, float]]  # (frames, mean return) of each periodic evaluation
 
     @property
     def normalized(self) -> float | None:
@@ -208,7 +209,8 @@ def read_scores(args: argparse.Namespace, algo: str | None = None) -> list[Score
             final = s.get("final_eval") or {}
             scores.append(Score(game, seed, s["status"], s["frames"], s["wall_seconds"] / 60,
                                 final.get("mean_return"), final.get("std_return"), final.get("episodes", 0),
-                                s.get("best_eval_return"), args.reference.get(game)))
+                                s.get("best_eval_return"), args.reference.get(game),
+                                [(e["frames"], e["mean_return"]) for e in s.get("evals", []) if not e["final"]]))
     return scores
 
 
@@ -283,6 +285,36 @@ def units(games) -> tuple[str, str]:
     return ("frames", "games") if all(resolve(g)[0] for g in games) else ("steps", "episodes")
 
 
+def plot_curves(args: argparse.Namespace, ours: list[Score], theirs: list[Score], out: Path) -> None:
+    """One panel per game: each run's periodic evaluations against frames, ours and the baseline's, its final
+    score a dot at its last frame."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cols = math.ceil(math.sqrt(len(args.games)))
+    rows = math.ceil(len(args.games) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.5 * cols, 3.4 * rows), squeeze=False)
+    for ax, game in zip(axes.flat, args.games, strict=False):
+        for runs, label, color in ((ours, args.algo, "tab:blue"), (theirs, "SB3 A2C", "tab:orange")):
+            for i, r in enumerate(s for s in runs if s.game == game):
+                if r.curve:
+                    ax.plot(*zip(*r.curve, strict=True), color=color, alpha=0.7, label=None if i else label)
+                if r.final_mean is not None:
+                    ax.plot(r.frames, r.final_mean, "o", color=color)
+        ax.set_title(game)
+        ax.set_xlabel(units(args.games)[0])
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    for ax in axes.flat[len(args.games):]:
+        ax.set_visible(False)
+    fig.suptitle("periodic evaluations (lines) and final score (dots), one line per seed", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(out, dpi=90)
+    plt.close(fig)
+
+
 def write_csv(args: argparse.Namespace, scores: list[Score], path: Path) -> None:
     """One row per run."""
     with path.open("w", newline="") as f:
@@ -338,7 +370,8 @@ def beside_sb3(args: argparse.Namespace, ours: list[Score]) -> list[str]:
 
 
 def write_report(args: argparse.Namespace) -> Path:
-    """benchmark.md, benchmark.csv and benchmark_profile.png in --out; return benchmark.md's path."""
+    """benchmark.md, benchmark.csv, benchmark_curves.png and benchmark_profile.png in --out; return benchmark.md's
+    path."""
     scores = read_scores(args)
     if not scores:
         raise BenchmarkError(f"no finished or cut runs of this suite under {args.logdir}")
@@ -361,6 +394,8 @@ def write_report(args: argparse.Namespace) -> Path:
              "(mean) |", "| --- | --- | --- | --- | --- | --- | --- |"]
     lines += [game_row(g, [s for s in scores if s.game == g], len(args.seeds)) for g in args.games]
     lines += beside_sb3(args, scores)
+    plot_curves(args, scores, read_scores(args, SB3), out / "benchmark_curves.png")
+    lines += ["", "![evaluations against frames, each run](benchmark_curves.png)"]
     agg = aggregate(scores, args.seeds, args.reps)
     if not any(g in args.reference for g in args.games):
         lines += ["", "No IQM: these games have no random and human reference scores (--reference adds them)."]
