@@ -23,9 +23,14 @@ def benchmark(*args, timeout=300):
     return run_cmd([sys.executable, "-m", "hogwild_dqn.tools.benchmark", *map(str, args)], timeout)
 
 
+def iqm_line(report: str) -> re.Match:
+    return re.search(r"IQM of human-normalized final scores: ([-\d.]+) \(95% stratified-bootstrap CI ([-\d.]+) to "
+                     r"([-\d.]+)", report)
+
+
 def test_the_report_scores_each_run_by_its_final_evaluation_and_aggregates_with_the_iqm(tmp_path):
-    seeds = (1, 2, 3, 4)  # four runs: the IQM drops the lowest and the highest
-    done = benchmark(*SUITE, "--seeds", *seeds, "--logdir", tmp_path, *TRAIN)
+    seeds, record = (1, 2, 3, 4), tmp_path / "record"  # four runs: the IQM drops the lowest and the highest
+    done = benchmark(*SUITE, "--seeds", *seeds, "--logdir", tmp_path, "--record", record, *TRAIN)
     assert done.returncode == 0, done.stderr
     summaries = {s: json.loads((tmp_path / f"CartPole-v1-a3c-s{s}" / "summary.json").read_text()) for s in seeds}
     finals = [summaries[s]["final_eval"]["mean_return"] for s in seeds]
@@ -37,8 +42,7 @@ def test_the_report_scores_each_run_by_its_final_evaluation_and_aggregates_with_
     assert [float(r["human_normalized"]) for r in rows] == pytest.approx(normalized, abs=1e-4)
 
     report = (tmp_path / "benchmark.md").read_text()
-    iqm, low, high = map(float, re.search(r"IQM of human-normalized final scores: ([-\d.]+) \(95% "
-                                          r"stratified-bootstrap CI ([-\d.]+) to ([-\d.]+)", report).groups())
+    iqm, low, high = map(float, iqm_line(report).groups())
     assert iqm == pytest.approx(trim_mean(normalized, 0.25), abs=1e-3)
     assert low <= iqm <= high and low >= min(normalized) - 1e-3 and high <= max(normalized) + 1e-3
     assert (tmp_path / "benchmark_profile.png").stat().st_size > 0
@@ -46,6 +50,15 @@ def test_the_report_scores_each_run_by_its_final_evaluation_and_aggregates_with_
 
     again = benchmark(*SUITE, "--seeds", *seeds, "--logdir", tmp_path, *TRAIN)  # every run is done: none runs
     assert again.returncode == 0 and (tmp_path / "chain.log").read_text().count(" start ") == starts == 4
+
+    # A clone elsewhere has no run dirs, only the record: nothing runs again and the report is the same
+    clone = tmp_path / "clone"
+    elsewhere = benchmark(*SUITE, "--seeds", *seeds, "--logdir", clone, "--record", record, *TRAIN)
+    assert elsewhere.returncode == 0, elsewhere.stderr
+    assert sorted(p.name for p in record.glob("*.json")) == [f"CartPole-v1-a3c-s{s}.json" for s in seeds]
+    assert not (clone / "chain.log").exists() and not list(clone.glob("CartPole-v1-a3c-s*"))
+    assert [float(r["final_mean"]) for r in csv.DictReader((clone / "benchmark.csv").open())] == finals
+    assert iqm_line((clone / "benchmark.md").read_text())[1] == iqm_line(report)[1]  # the point estimate
 
 
 def test_a_stopped_suite_resumes_its_cut_run_from_the_checkpoint(tmp_path):

@@ -1,8 +1,8 @@
 """The benchmark suite: games x seeds of one algorithm, run one after another into one log root, then its report.
 
     python -m hogwild_dqn.tools.benchmark [--suite atari|mujoco] [--games Pong Breakout ...] [--seeds 1 2 3]
-        [--frames 10000000] [--algo a3c] [--threads 2] [--sb3] [--logdir runs/benchmark] [--report-only]
-        [-- train.py flags]
+        [--frames 10000000] [--algo a3c] [--threads 2] [--sb3] [--logdir runs/benchmark] [--record DIR]
+        [--report-only] [-- train.py flags]
     (or: make benchmark, make benchmark SUITE=mujoco)
 
 The atari suite (the default): A3C on six games, 10M frames each. The mujoco suite: Hopper, Walker2d,
@@ -11,7 +11,9 @@ HalfCheetah and Ant (v5), 1M steps each, and beside each run Stable-Baselines3 A
 
 Each run goes to <logdir>/<game>-<algo>-s<seed> (console output in <run>.log beside it, starts and ends in
 chain.log). A finished run is kept and not run again; a cut one is resumed from its checkpoint, so the suite can
-be stopped with Ctrl-C and started again. The report (benchmark.md, benchmark.csv, benchmark_curves.png and
+be stopped with Ctrl-C and started again. With --record DIR, each ended run's summary.json is also copied to
+DIR/<run>.json, and a run recorded there is done: a record kept in the repository carries the suite over to a
+clone on another machine, whose run dirs are gone. The report (benchmark.md, benchmark.csv, benchmark_curves.png and
 benchmark_profile.png in --out) gives per game the mean ± std over seeds of the final score (the last weights
 over --final-eval-episodes games) and its human-normalized score, and over games the interquartile mean (IQM) of
 human-normalized scores with a 95% stratified-bootstrap confidence interval and a performance profile,
@@ -26,6 +28,7 @@ import json
 import math
 import os
 import platform
+import shutil
 import signal
 import statistics
 import subprocess
@@ -71,6 +74,7 @@ class Score:
     best_periodic: float | None
     reference: tuple[float, float] | None  # (random, human) scores of the game, if known
     curve: list[tuple[int, float]]  # (frames, mean return) of each periodic evaluation
+    source: str | None = None  # where a record rebuilt after its run dir was lost came from
 
     @property
     def normalized(self) -> float | None:
@@ -83,16 +87,34 @@ def run_name(game: str, algo: str, seed: int) -> str:
     return f"{game.replace('/', '_')}-{algo}-s{seed}"
 
 
-def read_summary(run: Path) -> dict | None:
+def read_json(path: Path) -> dict | None:
     try:
-        return json.loads((run / "summary.json").read_text())
+        return json.loads(path.read_text())
     except (OSError, ValueError):
         return None
 
 
-def is_done(run: Path) -> bool:
-    summary = read_summary(run)
+def read_summary(args: argparse.Namespace, name: str) -> dict | None:
+    """A run's summary: its run dir's, else its record's (--record) once it has ended there."""
+    summary = read_json(args.logdir / name / "summary.json")
+    if args.record and not (summary and ended(summary["status"])):
+        kept = read_json(args.record / f"{name}.json")
+        summary = kept if kept and ended(kept["status"]) else summary
+    return summary
+
+
+def is_done(args: argparse.Namespace, name: str) -> bool:
+    summary = read_summary(args, name)
     return summary is not None and ended(summary["status"])
+
+
+def keep(args: argparse.Namespace, name: str) -> None:
+    """Copy an ended run's summary.json to its record (--record), where the suite finds it on any machine."""
+    src = args.logdir / name / "summary.json"
+    summary = read_json(src)
+    if args.record and summary and ended(summary["status"]):
+        args.record.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, args.record / f"{name}.json")
 
 
 def sb3_command(args: argparse.Namespace, game: str, seed: int, run: Path) -> list[str]:
@@ -151,12 +173,14 @@ def machine() -> str:
     return f"{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}"
 
 
-def say(chain: Path, text: str) -> None:
-    """A line on the console and in chain.log, stamped with the UTC time."""
+def say(args: argparse.Namespace, text: str) -> None:
+    """A line on the console and in chain.log (the record's too, with --record), stamped with the UTC time."""
     line = f"== {datetime.now(UTC).strftime('%Y-%m-%dT%H:%M:%SZ')} {text}"
     print(line, flush=True)
-    with chain.open("a") as f:
-        f.write(line + "\n")
+    for folder in filter(None, (args.logdir, args.record)):
+        folder.mkdir(parents=True, exist_ok=True)
+        with (folder / "chain.log").open("a") as f:
+            f.write(line + "\n")
 
 
 def train(cmd: list[str], log: Path) -> int:
@@ -176,17 +200,17 @@ def train(cmd: list[str], log: Path) -> int:
 
 def run_suite(args: argparse.Namespace) -> list[str]:
     """Every game x seed one after another, skipping done runs; return the names of runs that failed."""
-    args.logdir.mkdir(parents=True, exist_ok=True)
-    chain, failed = args.logdir / "chain.log", []
+    failed = []
     for game, seed, algo in jobs(args):
         name = run_name(game, algo, seed)
-        run = args.logdir / name
-        if is_done(run):
+        keep(args, name)  # a run that ended before --record was given
+        if is_done(args, name):
             continue
-        cmd = command(args, game, seed, algo, run)
-        say(chain, f"start {name} (commit {commit()}, {machine()}): {' '.join(cmd[1:])}")
+        cmd = command(args, game, seed, algo, args.logdir / name)
+        say(args, f"start {name} (commit {commit()}, {machine()}): {' '.join(cmd[1:])}")
         rc = train(cmd, args.logdir / f"{name}.log")
-        say(chain, f"end {name} rc={rc}")
+        say(args, f"end {name} rc={rc}")
+        keep(args, name)
         if rc in (130, 143):  # the run was stopped (Ctrl-C, SIGTERM): so is the suite
             raise KeyboardInterrupt
         if rc == 2:  # its command line was refused: every other run's would be too
@@ -203,14 +227,15 @@ def read_scores(args: argparse.Namespace, algo: str | None = None) -> list[Score
     scores = []
     for game in args.games:
         for seed in args.seeds:
-            s = read_summary(args.logdir / run_name(game, algo or args.algo, seed))
+            s = read_summary(args, run_name(game, algo or args.algo, seed))
             if s is None:
                 continue
             final = s.get("final_eval") or {}
             scores.append(Score(game, seed, s["status"], s["frames"], s["wall_seconds"] / 60,
                                 final.get("mean_return"), final.get("std_return"), final.get("episodes", 0),
                                 s.get("best_eval_return"), args.reference.get(game),
-                                [(e["frames"], e["mean_return"]) for e in s.get("evals", []) if not e["final"]]))
+                                [(e["frames"], e["mean_return"]) for e in s.get("evals", []) if not e["final"]],
+                                s.get("recovered_from")))
     return scores
 
 
@@ -306,7 +331,8 @@ def plot_curves(args: argparse.Namespace, ours: list[Score], theirs: list[Score]
         ax.set_title(game)
         ax.set_xlabel(units(args.games)[0])
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+        if ax.get_legend_handles_labels()[0]:  # runs rebuilt from a record have no curve to label
+            ax.legend(fontsize=8)
     for ax in axes.flat[len(args.games):]:
         ax.set_visible(False)
     fig.suptitle("periodic evaluations (lines) and final score (dots), one line per seed", fontsize=10)
@@ -349,9 +375,8 @@ def _spread(runs: list[Score]) -> str:
     return f"{mean:.1f} ± {std:.1f} ({len(finals)})"
 
 
-def beside_sb3(args: argparse.Namespace, ours: list[Score]) -> list[str]:
+def beside_sb3(args: argparse.Namespace, ours: list[Score], theirs: list[Score]) -> list[str]:
     """The table of our final scores beside SB3 A2C's, game by game (none without SB3 runs)."""
-    theirs = read_scores(args, SB3)
     if not theirs:
         return []
     lines = ["", "Beside Stable-Baselines3 A2C (rl-zoo's settings, baselines/sb3_a2c.py; the same "
@@ -386,15 +411,21 @@ def write_report(args: argparse.Namespace) -> Path:
     frames, games = units(args.games)
     lines = [f"# Benchmark: {args.algo}, {args.threads} workers, {args.frames:,} {frames}, seeds "
              f"{' '.join(map(str, args.seeds))}", "",
-             f"Runs under `{args.logdir}`; the code and machine of each run are in its `chain.log`. The score of a "
+             f"Runs under `{args.logdir}`" + (f" or recorded in `{args.record}`" if args.record else "") +
+             "; the code and machine of each run are in its `chain.log`. The score of a "
              f"run is its last weights over {max(s.episodes for s in scores)} {games} (`final_eval` in its "
              f"summary.json).{normalized}", "",
              "| game | runs scored | final score (mean ± std over seeds) | human-normalized (mean) | each seed's "
              "final score | best periodic evaluation, mean over seeds (a curve point, not the score) | wall minutes "
              "(mean) |", "| --- | --- | --- | --- | --- | --- | --- |"]
     lines += [game_row(g, [s for s in scores if s.game == g], len(args.seeds)) for g in args.games]
-    lines += beside_sb3(args, scores)
-    plot_curves(args, scores, read_scores(args, SB3), out / "benchmark_curves.png")
+    theirs = read_scores(args, SB3)
+    for source in sorted({s.source for s in scores + theirs if s.source}):
+        runs = ", ".join(f"{s.game} s{s.seed} ({algo})" for algo, runs in ((args.algo, scores), ("SB3 A2C", theirs))
+                         for s in runs if s.source == source)
+        lines += ["", f"Records rebuilt from {source}, their run dirs lost (so no curve): {runs}."]
+    lines += beside_sb3(args, scores, theirs)
+    plot_curves(args, scores, theirs, out / "benchmark_curves.png")
     lines += ["", "![evaluations against frames, each run](benchmark_curves.png)"]
     agg = aggregate(scores, args.seeds, args.reps)
     if not any(g in args.reference for g in args.games):
@@ -432,6 +463,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--logdir", type=Path, default=None,
                    help="where the runs go (default: runs/benchmark, runs/benchmark-mujoco for the mujoco suite)")
     p.add_argument("--out", type=Path, default=None, help="where the report goes (default: --logdir)")
+    p.add_argument("--record", type=Path, default=None, metavar="DIR",
+                   help="keep each ended run's summary.json as DIR/<run>.json; a run recorded there is done and "
+                        "enters the report without its run dir (e.g. docs/benchmark/runs, kept in the repository)")
     p.add_argument("--reps", type=int, default=50_000, help="bootstrap resamples of the IQM's interval")
     p.add_argument("--reference", action="append", default=[], metavar="GAME=RANDOM,HUMAN", dest="references",
                    help="random and human scores of a game the built-in table lacks (repeatable)")
