@@ -465,7 +465,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--out", type=Path, default=None, help="where the report goes (default: --logdir)")
     p.add_argument("--record", type=Path, default=None, metavar="DIR",
                    help="keep each ended run's summary.json as DIR/<run>.json; a run recorded there is done and "
-                        "enters the report without its run dir (e.g. docs/benchmark/runs, kept in the repository)")
+                        "enters the report without its run dir (e.g. docs/benchmark/records, kept in the repository)")
     p.add_argument("--reps", type=int, default=50_000, help="bootstrap resamples of the IQM's interval")
     p.add_argument("--reference", action="append", default=[], metavar="GAME=RANDOM,HUMAN", dest="references",
                    help="random and human scores of a game the built-in table lacks (repeatable)")
