@@ -27,6 +27,7 @@ GAMES   ?=
 SEEDS_LIST ?=
 BENCHMARK_ARGS ?=
 SUITE   ?=
+RECORD  ?=
 
 opt = $(if $(strip $(2)),$(1) $(2))
 TRAIN_ARGS = $(call opt,--game,$(GAME)) $(call opt,--algo,$(ALGO)) $(call opt,--threads,$(THREADS)) \
@@ -133,10 +134,11 @@ evidence: $(STAMP)
 # The benchmark suite: GAMES x SEEDS (default: six games, seeds 1-3, A3C, 10M frames each; hours), one run after
 # another into LOGDIR (runs/benchmark), resumable, then benchmark.md with the IQM over games (docs/results.md).
 # SUITE=mujoco: four MuJoCo tasks x 1M steps, each beside Stable-Baselines3 A2C (runs/benchmark-mujoco).
+# RECORD=DIR keeps each ended run's summary there (docs/benchmark/records for this repository's results).
 benchmark: $(BENCHMARK_STAMP) $(if $(filter mujoco,$(SUITE)),$(BASELINES_STAMP) $(MUJOCO_STAMP))
 	$(PY) -m hogwild_dqn.tools.benchmark $(call opt,--suite,$(SUITE)) $(call opt,--logdir,$(LOGDIR)) \
 	  $(call opt,--games,$(GAMES)) $(call opt,--seeds,$(SEEDS_LIST)) $(call opt,--frames,$(FRAMES)) \
-	  $(call opt,--algo,$(ALGO)) $(call opt,--threads,$(THREADS)) $(BENCHMARK_ARGS)
+	  $(call opt,--algo,$(ALGO)) $(call opt,--threads,$(THREADS)) $(call opt,--record,$(RECORD)) $(BENCHMARK_ARGS)
 
 # DQN's replay memory x target network, on and off, on CartPole with 5 seeds: table and plot (docs/results.md).
 ablation: $(STAMP)
