@@ -86,6 +86,7 @@ def test_a_stopped_suite_resumes_its_cut_run_from_the_checkpoint(tmp_path):
 @pytest.mark.parametrize("args, said", [
     (["--reference", "Pong=1"], "--reference 'Pong=1': expected GAME=RANDOM,HUMAN"),
     (["--frames", "0"], "must be positive"),
+    (["--record", "pytest.ini"], "--record pytest.ini: not a directory"),
     (["--games", "CartPole-v1", "--", "--lr", "-1"], "train.py refused the run CartPole-v1-a3c-s1: train.py: error"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, said):

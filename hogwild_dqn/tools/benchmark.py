@@ -487,6 +487,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         if human == random_score:
             p.error(f"--reference {given!r}: the human and random scores must differ")
         args.reference[game] = (random_score, human)
+    if args.record and args.record.exists() and not args.record.is_dir():
+        p.error(f"--record {args.record}: not a directory")
     if min(args.frames, args.threads, args.reps) < 1 or len(set(args.seeds)) != len(args.seeds):
         p.error("--frames, --threads and --reps must be positive and --seeds distinct")
     return args
