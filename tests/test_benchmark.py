@@ -30,7 +30,7 @@ def iqm_line(report: str) -> re.Match:
 
 def test_the_report_scores_each_run_by_its_final_evaluation_and_aggregates_with_the_iqm(tmp_path):
     seeds, record = (1, 2, 3, 4), tmp_path / "record"  # four runs: the IQM drops the lowest and the highest
-    done = benchmark(*SUITE, "--seeds", *seeds, "--logdir", tmp_path, "--record", record, *TRAIN)
+    done = benchmark(*SUITE, "--seeds", *seeds, "--logdir", tmp_path, *TRAIN)
     assert done.returncode == 0, done.stderr
     summaries = {s: json.loads((tmp_path / f"CartPole-v1-a3c-s{s}" / "summary.json").read_text()) for s in seeds}
     finals = [summaries[s]["final_eval"]["mean_return"] for s in seeds]
@@ -48,14 +48,15 @@ def test_the_report_scores_each_run_by_its_final_evaluation_and_aggregates_with_
     assert (tmp_path / "benchmark_profile.png").stat().st_size > 0
     starts = (tmp_path / "chain.log").read_text().count(" start ")
 
-    again = benchmark(*SUITE, "--seeds", *seeds, "--logdir", tmp_path, *TRAIN)  # every run is done: none runs
+    # Every run is done: none runs; --record, given now, keeps the runs that ended before it
+    again = benchmark(*SUITE, "--seeds", *seeds, "--logdir", tmp_path, "--record", record, *TRAIN)
     assert again.returncode == 0 and (tmp_path / "chain.log").read_text().count(" start ") == starts == 4
+    assert sorted(p.name for p in record.glob("*.json")) == [f"CartPole-v1-a3c-s{s}.json" for s in seeds]
 
     # A clone elsewhere has no run dirs, only the record: nothing runs again and the report is the same
     clone = tmp_path / "clone"
     elsewhere = benchmark(*SUITE, "--seeds", *seeds, "--logdir", clone, "--record", record, *TRAIN)
     assert elsewhere.returncode == 0, elsewhere.stderr
-    assert sorted(p.name for p in record.glob("*.json")) == [f"CartPole-v1-a3c-s{s}.json" for s in seeds]
     assert not (clone / "chain.log").exists() and not list(clone.glob("CartPole-v1-a3c-s*"))
     assert [float(r["final_mean"]) for r in csv.DictReader((clone / "benchmark.csv").open())] == finals
     assert iqm_line((clone / "benchmark.md").read_text())[1] == iqm_line(report)[1]  # the point estimate
@@ -75,11 +76,14 @@ def test_a_stopped_suite_resumes_its_cut_run_from_the_checkpoint(tmp_path):
     cut = json.loads((run / "summary.json").read_text())
     assert cut["status"] == "interrupted (SIGINT)" and 0 < cut["frames"] < 40_000
 
-    done = benchmark(*SUITE, "--frames", "40000", "--seeds", 1, "--logdir", tmp_path, *TRAIN)
+    record = tmp_path / "record"
+    done = benchmark(*SUITE, "--frames", "40000", "--seeds", 1, "--logdir", tmp_path, "--record", record, *TRAIN)
     assert done.returncode == 0, done.stderr
     assert f"--resume {run}" in (tmp_path / "chain.log").read_text()
     summary = json.loads((run / "summary.json").read_text())
     assert summary["status"] == "finished" and summary["frames"] >= 40_000
+    assert json.loads((record / f"{run.name}.json").read_text()) == summary  # once ended
+    assert f"--resume {run}" in (record / "chain.log").read_text()
     assert summary["wall_seconds"] > cut["wall_seconds"] and summary["final_eval"]["episodes"] == 5
 
 

@@ -203,7 +203,6 @@ def run_suite(args: argparse.Namespace) -> list[str]:
     failed = []
     for game, seed, algo in jobs(args):
         name = run_name(game, algo, seed)
-        keep(args, name)  # a run that ended before --record was given
         if is_done(args, name):
             continue
         cmd = command(args, game, seed, algo, args.logdir / name)
@@ -500,6 +499,8 @@ def main(argv: list[str] | None = None) -> int:
         rliable()  # before hours of runs, not after
         if args.sb3 and not args.report_only:
             check_sb3()
+        for game, seed, algo in jobs(args):  # runs that ended before --record was given
+            keep(args, run_name(game, algo, seed))
         failed = [] if args.report_only else run_suite(args)
         out = write_report(args)
     except KeyboardInterrupt:
