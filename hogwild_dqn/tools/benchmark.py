@@ -322,15 +322,18 @@ def plot_curves(args: argparse.Namespace, ours: list[Score], theirs: list[Score]
     fig, axes = plt.subplots(rows, cols, figsize=(4.5 * cols, 3.4 * rows), squeeze=False)
     for ax, game in zip(axes.flat, args.games, strict=False):
         for runs, label, color in ((ours, args.algo, "tab:blue"), (theirs, "SB3 A2C", "tab:orange")):
-            for i, r in enumerate(s for s in runs if s.game == game):
+            scored = 0  # the legend names each side by its first final score: a rebuilt record has no curve
+            for r in (s for s in runs if s.game == game):
                 if r.curve:
-                    ax.plot(*zip(*r.curve, strict=True), color=color, alpha=0.7, label=None if i else label)
+                    ax.plot(*zip(*r.curve, strict=True), color=color, alpha=0.7)
                 if r.final_mean is not None:
-                    ax.plot(r.frames, r.final_mean, "o", color=color)
+                    ax.plot(r.frames, r.final_mean, "o", color=color, label=None if scored else label)
+                    scored += 1
         ax.set_title(game)
+        ax.set_xlim(0, args.frames * 1.03)
         ax.set_xlabel(units(args.games)[0])
         ax.grid(alpha=0.3)
-        if ax.get_legend_handles_labels()[0]:  # runs rebuilt from a record have no curve to label
+        if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=8)
     for ax in axes.flat[len(args.games):]:
         ax.set_visible(False)
