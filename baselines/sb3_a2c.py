@@ -12,10 +12,11 @@ SB3's defaults otherwise (lr 7e-4 constant, n_steps 5, gamma 0.99, max_grad_norm
 emulator frames (4 per env step) as our --frames does; the zoo's 1e7 timesteps are 4e7 frames.
 
 A gymnasium id (HalfCheetah-v5, ...; `make install-mujoco` for MuJoCo): rl-zoo's MuJoCo hyperparameters for
-A2C (hyperparams/a2c.yml's mujoco-defaults, the same for HalfCheetah, Ant, Hopper and Walker2d; as the hub's
-sb3/a2c-HalfCheetah-v3 agent: MlpPolicy, observations normalized by VecNormalize, rewards not, SB3's defaults
-otherwise: 1 env, n_steps 5, lr 7e-4, RMSprop). `--frames` counts env steps there (no frame skip), as ours does;
-`--n-envs` defaults to 1.
+A2C (hyperparams/a2c.yml's mujoco-defaults, the same for HalfCheetah, Ant, Hopper and Walker2d): MlpPolicy,
+`normalize: true`, which rl-zoo's ExperimentManager turns into VecNormalize's defaults on the training env
+(observations and rewards, gamma 0.99) and observations only, statistics frozen, on the evaluation env; SB3's
+defaults otherwise: 1 env, n_steps 5, lr 7e-4, RMSprop. `--frames` counts env steps there (no frame skip), as
+ours does; `--n-envs` defaults to 1.
 
 Evaluation as our evaluator's: every --eval-every frames, --eval-episodes whole games (no life-loss terminal,
 raw scores, no-op starts) on an env seeded apart from training; Atari samples the policy, continuous tasks take
@@ -94,7 +95,7 @@ def main(argv=None) -> int:
               "n_envs": args.n_envs, "torch_threads": args.torch_threads, "env_id": env_id,
               "eval_every": args.eval_every, "eval_episodes": args.eval_episodes,
               "hyperparameters": "rl-zoo a2c.yml atari: ent_coef 0.01, vf_coef 0.25, RMSpropTFLike eps 1e-5"
-              if args.atari else "rl-zoo a2c.yml HalfCheetah: MlpPolicy, VecNormalize(norm_obs, not norm_reward)"}
+              if args.atari else "rl-zoo a2c.yml mujoco-defaults: MlpPolicy, VecNormalize(norm_obs, norm_reward)"}
     (run_dir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
 
     if args.atari:
@@ -106,7 +107,7 @@ def main(argv=None) -> int:
                     policy_kwargs={"optimizer_class": RMSpropTFLike, "optimizer_kwargs": {"eps": 1e-5}})
     else:
         env = VecNormalize(make_vec_env(env_id, n_envs=args.n_envs, seed=args.seed), norm_obs=True,
-                           norm_reward=False)
+                           norm_reward=True)  # rl-zoo's `normalize: true`; the Monitor inside keeps raw returns
         # the evaluation env sees observations through the training statistics, frozen (as rl-zoo evaluates)
         eval_env = VecNormalize(make_vec_env(env_id, n_envs=1, seed=args.seed + EVAL_SEED_OFFSET), norm_obs=True,
                                 norm_reward=False, training=False)
