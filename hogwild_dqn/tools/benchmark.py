@@ -238,8 +238,11 @@ def read_scores(args: argparse.Namespace, algo: str | None = None) -> list[Score
     return scores
 
 
-def _mean_std(values: list[float]) -> tuple[float, float]:
-    return statistics.mean(values), statistics.stdev(values) if len(values) > 1 else 0.0
+def spread(values: list[float]) -> str:
+    """Final scores over seeds as the tables give them: mean ± std (one seed has no std)."""
+    if len(values) < 2:
+        return fmt(values[0] if values else None)
+    return f"{statistics.mean(values):.1f} ± {statistics.stdev(values):.1f}"
 
 
 def rliable():
@@ -359,22 +362,18 @@ def game_row(game: str, runs: list[Score], seeds: int) -> str:
     if not runs:
         return f"| {game} | 0/{seeds} | not run yet | | | | |"
     scored = [s for s in runs if s.final_mean is not None]
-    mean, std = _mean_std([s.final_mean for s in scored]) if scored else (None, None)
     norm = [s.normalized for s in scored if s.normalized is not None]
     best = [s.best_periodic for s in runs if s.best_periodic is not None]
     each = ", ".join(f"s{s.seed} {fmt(s.final_mean)}" + ("" if ended(s.status) else f" ({s.status})")
                      for s in runs)
-    return (f"| {game} | {len(scored)}/{seeds} | {fmt(mean)} ± {fmt(std)} | "
+    return (f"| {game} | {len(scored)}/{seeds} | {spread([s.final_mean for s in scored])} | "
             f"{fmt(statistics.mean(norm) if norm else None, '.3f')} | {each} | "
             f"{fmt(statistics.mean(best) if best else None)} | {statistics.mean(s.wall_minutes for s in runs):.1f} |")
 
 
 def _spread(runs: list[Score]) -> str:
     finals = [s.final_mean for s in runs if s.final_mean is not None]
-    if not finals:
-        return "—"
-    mean, std = _mean_std(finals)
-    return f"{mean:.1f} ± {std:.1f} ({len(finals)})"
+    return f"{spread(finals)} ({len(finals)})" if finals else "—"
 
 
 def beside_sb3(args: argparse.Namespace, ours: list[Score], theirs: list[Score]) -> list[str]:
