@@ -165,7 +165,7 @@ def baseline_tree(ref: str, into: Path) -> str:
 def profile_worker(cfg: Config, frames: int, rows: int = 25) -> str:
     """cProfile of one worker of `cfg` run inline in this process (one torch thread; real env and shared
     memory) for `frames` frames: frames/s under the profiler, then the functions with the most time of their
-    own."""
+    own, then those with the most time under them (the worker loop's parts, whatever the machine's load)."""
     import cProfile
     import io
     import pstats
@@ -183,7 +183,9 @@ def profile_worker(cfg: Config, frames: int, rows: int = 25) -> str:
         prof.runcall(loop, 0, 0, Run(cfg, spec, Path(run_dir), 1), shared)
         seconds = time.perf_counter() - t0
     out = io.StringIO()
-    pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(rows)
+    stats = pstats.Stats(prof, stream=out)
+    stats.sort_stats("tottime").print_stats(rows)
+    stats.sort_stats("cumulative").print_stats(rows)
     return (f"{cfg.algo} on {cfg.game}, {cfg.envs_per_worker} games, one worker inline: {shared.frames():,} frames "
             f"in {seconds:.1f} s ({shared.frames() / seconds:,.0f} frames/s under the profiler)\n{out.getvalue()}")
 
