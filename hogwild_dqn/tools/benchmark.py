@@ -346,15 +346,16 @@ def plot_curves(args: argparse.Namespace, ours: list[Score], theirs: list[Score]
     plt.close(fig)
 
 
-def write_csv(args: argparse.Namespace, scores: list[Score], path: Path) -> None:
-    """One row per run."""
+def write_csv(args: argparse.Namespace, ours: list[Score], theirs: list[Score], path: Path) -> None:
+    """One row per run, ours then the baseline's."""
     with path.open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["game", "algo", "seed", "status", "frames", "wall_minutes", "final_mean", "final_std",
                     "final_episodes", "human_normalized", "best_periodic_eval"])
-        for s in scores:
-            w.writerow([s.game, args.algo, s.seed, s.status, s.frames, f"{s.wall_minutes:.1f}", s.final_mean,
-                        s.final_std, s.episodes, fmt(s.normalized, ".4f"), s.best_periodic])
+        for algo, scores in ((args.algo, ours), (SB3, theirs)):
+            for s in scores:
+                w.writerow([s.game, algo, s.seed, s.status, s.frames, f"{s.wall_minutes:.1f}", s.final_mean,
+                            s.final_std, s.episodes, fmt(s.normalized, ".4f"), s.best_periodic])
 
 
 def game_row(game: str, runs: list[Score], seeds: int) -> str:
@@ -403,7 +404,6 @@ def write_report(args: argparse.Namespace) -> Path:
         raise BenchmarkError(f"no finished or cut runs of this suite under {args.logdir}")
     out = args.out or args.logdir
     out.mkdir(parents=True, exist_ok=True)
-    write_csv(args, scores, out / "benchmark.csv")
     references = ", ".join(f"{g} {args.reference[g][0]:g} / {args.reference[g][1]:g}" for g in args.games
                            if g in args.reference)
     normalized = (" Human-normalized as (score − random) / (human − random) with the random and human scores "
@@ -421,6 +421,7 @@ def write_report(args: argparse.Namespace) -> Path:
              "(mean) |", "| --- | --- | --- | --- | --- | --- | --- |"]
     lines += [game_row(g, [s for s in scores if s.game == g], len(args.seeds)) for g in args.games]
     theirs = read_scores(args, SB3)
+    write_csv(args, scores, theirs, out / "benchmark.csv")
     for source in sorted({s.source for s in scores + theirs if s.source}):
         runs = ", ".join(f"{s.game} s{s.seed} ({algo})" for algo, runs in ((args.algo, scores), ("SB3 A2C", theirs))
                          for s in runs if s.source == source)
