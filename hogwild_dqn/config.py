@@ -120,6 +120,9 @@ class Config:
     max_episode_frames: int = _f(108_000, "Atari: frames after which an episode is truncated")
     clip_rewards: bool = _f(True, "Atari, training only: clip rewards to [-1, 1]")
     reward_scale: float = _f(1.0, "training only: rewards are multiplied by this (after Atari's clipping)")
+    reward_normalize: bool = _f(False, "vector tasks, training only: each game's rewards divided by a running "
+                                       "estimate of its discounted return's deviation (gymnasium's NormalizeReward, "
+                                       "as SB3's VecNormalize), before --reward-scale")
     life_loss_terminal: bool = _f(True, "Atari, training only: a lost life is a terminal for the return maths")
     # several machines (Ray; docs/cluster.md)
     cluster: str = _f("", "Ray cluster to train on: auto, or the head's host:port; empty: this machine only, "

@@ -14,7 +14,7 @@ import gymnasium as gym
 import numpy as np
 from ale_py import roms
 from gymnasium.utils import seeding
-from gymnasium.wrappers import ClipAction, RecordEpisodeStatistics, TransformReward
+from gymnasium.wrappers import ClipAction, NormalizeReward, RecordEpisodeStatistics, TransformReward
 
 from hogwild_dqn.algorithms import unable
 from hogwild_dqn.config import Config, ConfigError, first_line
@@ -217,6 +217,8 @@ def make_env(cfg: Config, seed: int, for_eval: bool, render: bool = False) -> gy
             raise ConfigError(f"--game {cfg.game!r}: {first_line(e)}") from None
         if isinstance(env.action_space, gym.spaces.Box):
             env = ClipAction(env)  # the policy's Gaussian is unbounded; its draws are clipped only here
+        if not for_eval and cfg.reward_normalize:
+            env = NormalizeReward(env, gamma=cfg.gamma)
         if not for_eval and cfg.reward_scale != 1.0:
             env = TransformReward(env, lambda r: r * cfg.reward_scale)
     else:
@@ -264,6 +266,8 @@ def env_spec(cfg: Config) -> EnvSpec:
             raise ConfigError(why)
         if is_atari and cfg.obs_normalize:
             raise ConfigError("--obs-normalize is for vector observations; Atari frames have --obs-standardize")
+        if is_atari and cfg.reward_normalize:
+            raise ConfigError("--reward-normalize is for vector tasks; Atari's rewards are clipped (--clip-rewards)")
         if not is_atari and len(obs_space.shape) != 1:
             raise ConfigError(f"--game {cfg.game!r} has observations of shape {obs_space.shape}; "
                               "non-Atari games need flat vector observations")

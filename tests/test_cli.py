@@ -34,6 +34,7 @@ BAD = [
     (["--game", "Pong", "--obs-normalize"], "--obs-normalize is for vector observations; Atari frames have "
                                             "--obs-standardize"),
     (["--game", "CartPole-v1", "--algo", "dqn", "--obs-normalize"], "--obs-normalize is not available for --algo dqn"),
+    (["--game", "Pong", "--reward-normalize"], "--reward-normalize is for vector tasks; Atari's rewards are clipped"),
     (["--game", "CartPole-v1", "--obs-normalize", "--cluster", "auto"], "--obs-normalize works on one machine only"),
     # a MuJoCo task with a discrete --algo: the actions are said first, not the a3c preset's values
     (["--game", "Hopper-v5", "--algo", "dqn"], "--game 'Hopper-v5' has continuous (Box) actions; --algo dqn needs "

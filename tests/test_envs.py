@@ -57,6 +57,24 @@ def test_rewards_clipped_in_training_only():
         env.close()
 
 
+def test_rewards_normalized_by_the_return_deviation_in_training_only():
+    """--reward-normalize: CartPole's reward of 1 a step reaches training divided by the running deviation of the
+    discounted return (gymnasium's NormalizeReward), then scaled; evaluation sees the raw 1."""
+    cfg = Config(game="CartPole-v1", reward_normalize=True, reward_scale=0.5)
+    for for_eval in (False, True):
+        env, rewards = make_env(cfg, seed=0, for_eval=for_eval), []
+        for t in range(300):
+            _, r, term, trunc, _ = env.step(t % 2)
+            rewards.append(r)
+            if term or trunc:
+                env.reset()
+        env.close()
+        if for_eval:
+            assert set(rewards) == {1.0}
+        else:  # the returns grow to ~10 within a game, so each reward shrinks well below the scaled 0.5
+            assert len(set(rewards)) > 100 and 0 < rewards[-1] < 0.25
+
+
 @pytest.mark.parametrize("game", ["Pong", "Breakout"])
 def test_lean_atari_matches_gymnasium_preprocessing(game):
     """Our ALE path gives the observations, rewards, ends and infos of gymnasium's wrapper chain, frame for frame."""
