@@ -325,13 +325,12 @@ def plot_curves(args: argparse.Namespace, ours: list[Score], theirs: list[Score]
     fig, axes = plt.subplots(rows, cols, figsize=(4.5 * cols, 3.4 * rows), squeeze=False)
     for ax, game in zip(axes.flat, args.games, strict=False):
         for runs, label, color in ((ours, args.algo, "tab:blue"), (theirs, "SB3 A2C", "tab:orange")):
-            scored = 0  # the legend names each side by its first final score: a rebuilt record has no curve
             for r in (s for s in runs if s.game == game):
                 if r.curve:
                     ax.plot(*zip(*r.curve, strict=True), color=color, alpha=0.7)
-                if r.final_mean is not None:
-                    ax.plot(r.frames, r.final_mean, "o", color=color, label=None if scored else label)
-                    scored += 1
+                if r.final_mean is not None:  # the legend names each side by its first final score (a rebuilt
+                    ax.plot(r.frames, r.final_mean, "o", color=color, label=label)  # record has no curve)
+                    label = None
         ax.set_title(game)
         ax.set_xlim(0, args.frames * 1.03)
         ax.set_xlabel(units(args.games)[0])
