@@ -23,13 +23,16 @@ raw scores, no-op starts) on an env seeded apart from training; Atari samples th
 its mean (deterministic=True, as rl-zoo evaluates them). A run that trains all its frames ends with a final
 evaluation of its last weights over --final-eval-episodes (30) games, its score. The run dir gets a config.yaml
 and a summary.json in our format (rewritten at every evaluation, so a run cut short keeps its curve), which
-`make report` and `make benchmark` read beside our runs.
+`make report` and `make benchmark` read beside our runs. Ctrl-C (SIGINT, also in a background job) or SIGTERM
+stops a run as it stops ours: summary "interrupted (SIGINT)" or "terminated (SIGTERM)", the model saved, exit 130
+or 143.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import time
 from pathlib import Path
@@ -40,6 +43,14 @@ import yaml
 
 FRAME_SKIP = 4
 EVAL_SEED_OFFSET = 10_000
+
+
+class Terminated(Exception):
+    """SIGTERM, raised in the training loop as KeyboardInterrupt is for SIGINT."""
+
+
+def _terminate(signum, frame):
+    raise Terminated()
 
 
 def parse(argv):
@@ -151,14 +162,21 @@ def main(argv=None) -> int:
                 self.next = (frames // args.eval_every + 1) * args.eval_every
             return True
 
-    status = "finished"
+    # a background job of a script starts with SIGINT ignored: Ctrl-C, `kill -INT` and the suite's pause must
+    # still stop the run with its summary and model written
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _terminate)
+    status, rc = "finished", 0
     try:
         model.learn(total_timesteps=args.frames // skip, callback=Every())
+        evaluate(model.num_timesteps * skip, args.final_eval_episodes, last=True)
     except KeyboardInterrupt:
-        status = "interrupted"
+        status, rc = "interrupted (SIGINT)", 130
+    except Terminated:
+        status, rc = "terminated (SIGTERM)", 143
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # what was trained is written whatever comes next
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     frames = model.num_timesteps * skip
-    if status == "finished":
-        evaluate(frames, args.final_eval_episodes, last=True)
     write_summary(status, frames)
     model.save(run_dir / "model.zip")
     if not args.atari:
@@ -166,7 +184,7 @@ def main(argv=None) -> int:
     said = (f"final eval {final['mean_return']:g} ± {final['std_return']:.1f} over {final['episodes']} games"
             if final else "no final evaluation")
     print(f"{status}: {frames} frames in {time.time() - start:.0f}s, {said}, run dir {run_dir}")
-    return 0 if status == "finished" else 130
+    return rc
 
 
 if __name__ == "__main__":
