@@ -72,9 +72,10 @@ class ActorLearner:
         if "episode" in info:
             metrics.log_episode(self.writer, self.rank, info["episode"], self.frames, self.run.spec.frames_per_step)
 
-    def logged(self, info: dict, eps, extra: dict | None = None) -> None:
+    def logged(self, info: dict, eps, extra: Callable[[], dict] | None = None) -> None:
         """One update's metrics (tensors are read only when written): their mean every --log-every updates,
-        with the exploration epsilon, worker 0's learning rate and `extra` scalars."""
+        with the exploration epsilon, worker 0's learning rate and the scalars `extra()` gives then (computed only
+        when written)."""
         self.updates += 1
         for key, v in info.items():
             self.sums[key] = self.sums.get(key, 0.0) + v
@@ -84,7 +85,7 @@ class ActorLearner:
         for key, v in self.sums.items():
             w.add_scalar(f"{key}/w{rank}", float(v) / self.cfg.log_every, frames)
         w.add_scalar(metrics.EPSILON.format(rank=rank), float(np.mean(eps)), frames)
-        for key, v in (extra or {}).items():
+        for key, v in (extra() if extra else {}).items():
             w.add_scalar(f"{key}/w{rank}", v, frames)
         if rank == 0:
             w.add_scalar(metrics.LEARNING_RATE, self.learning_rate(), frames)

@@ -24,6 +24,15 @@ FINAL_MEAN = "eval/final_mean_return"  # the last weights over --final-eval-epis
 FINAL_STD = "eval/final_std_return"
 EVAL_SECONDS = "perf/eval_seconds"
 BEST_EPISODE = "eval/best_episode"
+# the signs of the A3C-LSTM's collapse (docs/results.md, "A3C-LSTM on Pong"), logged by the on-policy workers
+TORSO_VARIATION = "charts/torso_variation_ratio"  # near 0: the torso's features no longer follow the screen
+LSTM_CELL = "charts/lstm_cell_abs"  # the cells' mean |c|; tanh(c) saturates from about 3
+
+
+def feature_spread(features) -> tuple[float, float]:
+    """Features (..., time, units): how much they vary over time (each unit's standard deviation over time, the
+    mean over units and leading axes) and their size (the mean |mean over time|)."""
+    return float(features.std(-2).mean()), float(features.mean(-2).abs().mean())
 
 
 def log_episode(writer: SummaryWriter, rank: int, episode: dict, frames: int, frames_per_step: int) -> None:

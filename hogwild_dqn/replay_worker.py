@@ -92,7 +92,7 @@ class Replay:
         if self.steps % cfg.train_every or len(memory) < cfg.batch_size or \
                 not warm(len(memory), cfg, w.run.threads, w.run.spec.frames_per_step):
             return
-        w.logged(self.learner.update(memory), eps, {"charts/replay_size": len(memory)})
+        w.logged(self.learner.update(memory), eps, lambda: {"charts/replay_size": len(memory)})
 
 
 def run_replay_worker(rank: int, restart: int, run: Run, shared: SharedState) -> None:

@@ -10,6 +10,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
+from hogwild_dqn import metrics
 from hogwild_dqn.acting import act_many, sample
 from hogwild_dqn.actor_learner import ActorLearner
 from hogwild_dqn.algorithms import ALGORITHMS
@@ -121,6 +122,11 @@ class OnPolicy:
             self.obs_np[k, 0], _ = env.reset()  # make_env seeded it: the first game, without a second ROM load
         self.carry = np.zeros(cfg.envs_per_worker, bool)  # SARSA: a' of the last segment is the action taken
         self.eps = worker.epsilon()
+        self.features = None  # the torso's output in its latest forward, kept by a hook (the network is unchanged)
+        self.local.torso.register_forward_hook(self.keep_features)
+
+    def keep_features(self, module, inputs, output: torch.Tensor) -> None:
+        self.features = output.detach()
 
     def act(self, rows: np.ndarray, t: int) -> None:
         """Choose the actions of games `rows` in their states s_t (an LSTM steps their states too), with this
@@ -139,7 +145,7 @@ class OnPolicy:
             self.rollout = self.rollout._replace(state0=self.states.start())
         n, ended, life_lost = self.play_segment()
         info = self.learn(n)
-        self.w.logged(info, 0.0 if self.algo.actor_critic else self.eps)
+        self.w.logged(info, 0.0 if self.algo.actor_critic else self.eps, self.diagnostics)
         self.next_segment(ended, life_lost)
 
     def play_segment(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -180,6 +186,16 @@ class OnPolicy:
         info["losses/grad_norm"] = self.w.apply(loss, self.params)
         self.w.count(int(n.sum()) * self.w.run.spec.frames_per_step)
         return info
+
+    def diagnostics(self) -> dict:
+        """The signs of a collapsed network, from the last loss's forward: how much the torso's features vary
+        over each game's segment against their size, and the LSTM cells' |c| at the segments' start."""
+        E, T = self.rew_np.shape
+        variation, size = metrics.feature_spread(self.features.view(E, T + 1, -1))
+        out = {metrics.TORSO_VARIATION: variation / max(size, 1e-12)}
+        if self.rollout.state0 is not None:
+            out[metrics.LSTM_CELL] = float(self.rollout.state0[1].abs().mean())
+        return out
 
     def next_segment(self, ended: np.ndarray, life_lost: np.ndarray) -> None:
         """The next segment starts from each game's new state (a fresh game after an end)."""

@@ -5,6 +5,7 @@ evaluator, play)."""
 import sys
 
 import torch
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from hogwild_dqn.config import Config
 from hogwild_dqn.envs import make_env
@@ -42,6 +43,10 @@ def test_lstm_run_trains_resumes_and_plays(tmp_path):
     assert len(first["evals"]) == 2
     ckpt = torch.load(run / "checkpoint.pt", weights_only=True)
     assert ckpt["config"]["net"] == "lstm" and "lstm.weight_hh" in ckpt["model"]
+    events = EventAccumulator(str(run)).Reload()  # the signs of a collapse, logged as the workers train
+    for tag in ("charts/lstm_cell_abs/w0", "charts/torso_variation_ratio/w1"):
+        values = [e.value for e in events.Scalars(tag)]
+        assert values and all(0 < v < 100 for v in values), (tag, values)
 
     again = run_train("--resume", run, "--frames", 6000, timeout=600)
     assert again.returncode == 0, again.stderr[-2000:]

@@ -3,6 +3,10 @@
 import math
 import sys
 
+import pytest
+import torch
+
+from hogwild_dqn.metrics import feature_spread
 from hogwild_dqn.tools.probe import probe
 from tests.conftest import run_cmd, run_train
 
@@ -27,3 +31,11 @@ def test_the_probe_reads_the_torso_the_cells_and_the_policy_of_an_lstm_run(tmp_p
     refused = run_cmd([sys.executable, "-m", "hogwild_dqn.tools.probe", q1], 120)
     assert refused.returncode == 2 and refused.stderr.strip().startswith("probe: error:") and \
         "actor-critic" in refused.stderr and "Traceback" not in refused.stderr
+
+
+def test_the_features_spread_is_their_variation_over_time_against_their_size():
+    still = torch.tensor([[3.0, -1.0], [3.0, -1.0], [3.0, -1.0]])  # (time, units): the screen changes, they don't
+    assert feature_spread(still) == (0.0, 2.0)
+    moving = torch.tensor([[[0.0], [2.0]], [[4.0], [4.0]]])  # two games, one unit: std over time sqrt(2) and 0
+    variation, size = feature_spread(moving)
+    assert variation == pytest.approx(2 ** 0.5 / 2) and size == pytest.approx((1 + 4) / 2)

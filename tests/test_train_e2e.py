@@ -47,7 +47,8 @@ def test_pong_run_dir_contents(tmp_path):
     events.Reload()
     tags = set(events.Tags()["scalars"])
     for tag in ("eval/mean_return", "charts/learning_rate", "losses/entropy/w0", "losses/policy_loss/w1",
-                "perf/frames_per_second", "hparam/best_eval_return", "eval/final_mean_return"):
+                "perf/frames_per_second", "hparam/best_eval_return", "eval/final_mean_return",
+                "charts/torso_variation_ratio/w0"):
         assert tag in tags, (tag, sorted(tags))
     # whole games of 2000 frames: at least one worker finished one (a busy machine may starve the other)
     assert {"charts/episodic_return/w0", "charts/episodic_return/w1"} & tags, sorted(tags)

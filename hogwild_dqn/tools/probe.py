@@ -24,6 +24,7 @@ import torch
 from hogwild_dqn.algorithms.a3c import log_prob_entropy
 from hogwild_dqn.config import ConfigError, Parser
 from hogwild_dqn.envs import make_env
+from hogwild_dqn.metrics import feature_spread
 from hogwild_dqn.networks import gaussian, is_recurrent
 from hogwild_dqn.policy import load_policy
 
@@ -62,9 +63,10 @@ def probe(run_dir: Path, steps: int, last: bool, seed: int) -> dict:
             policy.reset()
     env.close()
     f = torch.stack(feats)
+    variation, size = feature_spread(f)
     out = {"frames": policy.frames, "source": str(policy.source), "steps": steps,
            "torso_mean": float(f.mean()), "torso_max": float(f.max()),
-           "torso_variation": float(f.std(0).mean()), "torso_size": float(f.mean(0).abs().mean())}
+           "torso_variation": variation, "torso_size": size}
     if cells:
         c, s = torch.stack(cells), torch.stack(saturated)
         out.update(cell_mean=float(c.mean()), cell_max=float(c.max()),
