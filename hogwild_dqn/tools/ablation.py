@@ -5,7 +5,7 @@
 
 Runs train.py (--algo dqn) for each of the 4 settings and each seed, one after another, into
 <logdir>/<setting>/s<seed> (a finished run is kept and not run again; a cut one is resumed), then writes
-<logdir>/ablation.md (best and final evaluation mean ± std over seeds, frames to reach --score) and
+<logdir>/ablation.md (final and best periodic evaluation mean ± std over seeds, frames to reach --score) and
 <logdir>/ablation.png (the mean evaluation curve of each setting).
 """
 
@@ -58,21 +58,26 @@ def finished(run: Path) -> bool:
     return summary.is_file() and json.loads(summary.read_text())["status"] == "finished"
 
 
-def _spread(values: list[float]) -> str:
-    sd = statistics.stdev(values) if len(values) > 1 else 0.0
-    return f"{statistics.mean(values):.1f} ± {sd:.1f}"
+def _spread(values: list[float | None]) -> str:
+    """mean ± std of the values there are, "(k of n runs)" when some runs have none, "—" when none has one."""
+    there = [v for v in values if v is not None]
+    if not there:
+        return "—"
+    sd = statistics.stdev(there) if len(there) > 1 else 0.0
+    some = f" ({len(there)} of {len(values)} runs)" if len(there) < len(values) else ""
+    return f"{statistics.mean(there):.1f} ± {sd:.1f}{some}"
 
 
 def table(results: dict[str, list[dict]], score: float) -> str:
-    lines = [f"| setting | runs | best eval (mean ± std) | final eval (mean ± std) | frames to {score:g} "
+    lines = [f"| setting | runs | final eval (mean ± std) | best periodic eval (mean ± std) | frames to {score:g} "
              "(median of those that reached it) | reached |", "| --- | --- | --- | --- | --- | --- |"]
     for name, runs in results.items():
-        best = [r["best_eval_return"] for r in runs]
-        final = [r["evals"][-1]["mean_return"] for r in runs]
+        final = [(r["final_eval"] or {}).get("mean_return") for r in runs]
+        best = [r["best_eval_return"] for r in runs]  # None where the evaluator ran no periodic evaluation
         reached = [next(e["frames"] for e in r["evals"] if e["mean_return"] >= score) for r in runs
                    if any(e["mean_return"] >= score for e in r["evals"])]
         median = f"{statistics.median(reached):,.0f}" if reached else "—"
-        lines.append(f"| {name} | {len(runs)} | {_spread(best)} | {_spread(final)} | {median} | "
+        lines.append(f"| {name} | {len(runs)} | {_spread(final)} | {_spread(best)} | {median} | "
                      f"{len(reached)}/{len(runs)} |")
     return "\n".join(lines)
 
