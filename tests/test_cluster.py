@@ -31,7 +31,8 @@ def cluster():
 def test_two_machines_learn_cartpole_stop_at_stop_return_and_record_the_best_episode(cluster, tmp_path):
     """Both machines train and learn (>= 195 within 100k frames); parity with one machine: --stop-return ends
     the run at the first evaluation that reaches it (then the final weights are evaluated), and each new best
-    leaves best_episode.gif and its tensorboard image."""
+    leaves best_episode.gif and its tensorboard image. The CartPole preset exchanges every 0.05 s: at 1 s one
+    run in three here and one CI run had not reached 195 by 100k frames (docs/cluster.md)."""
     run = tmp_path / "run"
     r = run_train(*CARTPOLE, "--frames", "400000", "--stop-return", "195", "--cluster", cluster.address,
                   "--run-dir", run, timeout=600)
