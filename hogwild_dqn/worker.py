@@ -189,10 +189,11 @@ class OnPolicy:
 
     def diagnostics(self) -> dict:
         """The signs of a collapsed network, from the last loss's forward: how much the torso's features vary
-        over each game's segment against their size, and the LSTM cells' |c| at the segments' start."""
+        over each game's segment against their size (and that size), and the LSTM cells' |c| at the segments'
+        start."""
         E, T = self.rew_np.shape
         variation, size = metrics.feature_spread(self.features.view(E, T + 1, -1))
-        out = {metrics.TORSO_VARIATION: variation / max(size, 1e-12)}
+        out = {metrics.TORSO_VARIATION: variation / max(size, 1e-12), metrics.TORSO_SIZE: size}
         if self.rollout.state0 is not None:
             out[metrics.LSTM_CELL] = float(self.rollout.state0[1].abs().mean())
         return out

@@ -44,7 +44,7 @@ def test_lstm_run_trains_resumes_and_plays(tmp_path):
     ckpt = torch.load(run / "checkpoint.pt", weights_only=True)
     assert ckpt["config"]["net"] == "lstm" and "lstm.weight_hh" in ckpt["model"]
     events = EventAccumulator(str(run)).Reload()  # the signs of a collapse, logged as the workers train
-    for tag in ("charts/lstm_cell_abs/w0", "charts/torso_variation_ratio/w1"):
+    for tag in ("charts/lstm_cell_abs/w0", "charts/torso_variation_ratio/w1", "charts/torso_size/w0"):
         values = [e.value for e in events.Scalars(tag)]
         assert values and all(0 < v < 100 for v in values), (tag, values)
 
