@@ -53,6 +53,9 @@ class Config:
     # network
     net: str = _f("ff", "ff: the paper's feed-forward network; lstm: 256 LSTM cells after the torso, whose state "
                         "each game carries across steps (a3c only; the paper's A3C LSTM)")
+    lstm_norm: bool = _f(False, "--net lstm: the torso's features layer-normalized (over the units, no "
+                                "parameters) before the cells, so that a constant growing in them cannot saturate "
+                                "the gates and cut the torso's gradient (docs/results.md, A3C-LSTM on Pong)")
     hidden: int = _f(256, "width of the fully connected layer(s)")
     mlp_layers: int = _f(2, "hidden layers of the MLP torso used for vector observations")
     obs_standardize: bool = _f(False, "Atari: the network sees each observation at mean 0, std 1 rather than "
@@ -199,6 +202,8 @@ class Config:
         if self.policy_std_max and self.policy_std_init:
             raise ConfigError("--policy-std-max bounds the head's state-dependent deviation, --policy-std-init "
                               "learns one that is not; choose one")
+        if self.lstm_norm and self.net != "lstm":
+            raise ConfigError("--lstm-norm normalizes the LSTM cells' input; it needs --net lstm")
         if self.obs_normalize and self.cluster:
             raise ConfigError("--obs-normalize works on one machine only (a cluster exchanges the weights, not the "
                               "observation statistics); --no-obs-normalize turns it off")

@@ -195,25 +195,32 @@ class RecurrentActorCritic(nn.Module):
     CELLS = 256
     recurrent = True  # callers carry a state for it (the feed-forward networks say nothing: False)
 
-    def __init__(self, torso: nn.Module, hidden: int, pi: nn.Module):
-        """`pi`: the policy head, over CELLS inputs."""
+    def __init__(self, torso: nn.Module, hidden: int, pi: nn.Module, input_norm: bool = False):
+        """`pi`: the policy head, over CELLS inputs; `input_norm`: the torso's features layer-normalized (no
+        parameters) before the cells, which bounds the gates' input however large the features grow."""
         super().__init__()
         self.torso, self.lstm = torso, nn.LSTMCell(hidden, self.CELLS)
         self.pi, self.v = pi, nn.Linear(self.CELLS, 1)
+        self.input_norm = input_norm
+
+    def features(self, obs: torch.Tensor) -> torch.Tensor:
+        """What the cells read: the torso's output, layer-normalized with `input_norm`."""
+        x = self.torso(obs)
+        return nn.functional.layer_norm(x, x.shape[-1:]) if self.input_norm else x
 
     def initial_state(self, rows: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The state of a game that has just started: zeros."""
         return torch.zeros(rows, self.CELLS), torch.zeros(rows, self.CELLS)
 
     def forward(self, obs: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor]):
-        h, c = self.lstm(self.torso(obs), state)
+        h, c = self.lstm(self.features(obs), state)
         return self.pi(h), self.v(h).squeeze(-1), (h, c)
 
     def unroll(self, obs: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor]):
         """obs (rows, steps, *obs_shape) from each row's `state`: policies (rows, steps, ...), values (rows,
         steps). The torso runs once over every step (one batched forward), the cells step by step."""
         rows, steps = obs.shape[:2]
-        x = self.torso(obs.flatten(0, 1)).view(rows, steps, -1)
+        x = self.features(obs.flatten(0, 1)).view(rows, steps, -1)
         h, c = state
         out = []
         for t in range(steps):
@@ -247,7 +254,7 @@ def network_for(cfg, spec) -> nn.Module:
 
     torso = new_torso()
     if cfg.net == "lstm":
-        return RecurrentActorCritic(torso, hidden, new_pi(RecurrentActorCritic.CELLS))
+        return RecurrentActorCritic(torso, hidden, new_pi(RecurrentActorCritic.CELLS), cfg.lstm_norm)
     value_torso = None if pixels else new_torso()
     if ALGORITHMS[cfg.algo].actor_critic:
         return ActorCritic(torso, hidden, new_pi(hidden), value_torso)

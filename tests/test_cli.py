@@ -43,6 +43,7 @@ BAD = [
     (["--game", "Pendulum-v1", "--policy-std-init", "-1"], "--policy-std-init must be a number >= 0, got -1.0"),
     (["--game", "Pendulum-v1", "--policy-std-max", "nan"], "--policy-std-max must be a number >= 0, got nan"),
     (["--game", "Pendulum-v1", "--policy-std-init", "1", "--policy-std-max", "1"], "is not; choose one"),
+    (["--game", "Pong", "--lstm-norm"], "--lstm-norm normalizes the LSTM cells' input; it needs --net lstm"),
 ]
 
 
@@ -128,12 +129,13 @@ def test_continuous_control_tasks_take_their_presets(game, preset):
         assert cfg.obs_normalize and cfg.policy_std_init == 1.0
 
 
-def test_lstm_takes_the_atari_preset_with_longer_segments():
+def test_lstm_takes_the_atari_preset_with_longer_segments_and_a_normalized_input():
     cfg, _, source = load(["--game", "Pong", "--net", "lstm"])
     ff, _, _ = load(["--game", "Pong"])
     assert source == CONFIG_DIR / "atari_lstm.yaml" and (cfg.net, cfg.t_max, ff.t_max) == ("lstm", 20, 5)
+    assert cfg.lstm_norm and not ff.lstm_norm
     differ = {k for k, v in cfg.to_dict().items() if ff.to_dict()[k] != v}
-    assert differ == {"net", "t_max"}  # everything else comes from atari.yaml through `base:`
+    assert differ == {"net", "t_max", "lstm_norm"}  # everything else comes from atari.yaml through `base:`
     assert load(["--game", "Pong", "--net", "lstm", "--t-max", "5"])[0].t_max == 5  # the command line wins
 
 

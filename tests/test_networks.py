@@ -86,6 +86,29 @@ def test_lstm_on_pixels_sits_after_the_papers_torso():
     assert logits.shape == (3, 6) and values.shape == (3,) and h.shape == (3, 256)
 
 
+def test_lstm_norm_bounds_the_cells_input_however_large_the_torsos_features_grow():
+    torch.manual_seed(0)
+    cfg = Config(game="Pong", net="lstm")
+    spec = SimpleNamespace(obs_shape=(4, 84, 84), n_actions=6)
+    plain, normed = network_for(cfg, spec), network_for(dataclasses.replace(cfg, lstm_norm=True), spec)
+    assert set(normed.state_dict()) == set(plain.state_dict())  # no parameters: checkpoints load either way
+    normed.load_state_dict(plain.state_dict())
+    obs, state = _frames(), plain.initial_state(3)
+    x = normed.features(obs)
+    torch.testing.assert_close(x.mean(-1), torch.zeros(3), atol=1e-5, rtol=0)
+    torch.testing.assert_close(x.std(-1, correction=0), torch.ones(3), atol=0.05, rtol=0)  # eps 1e-5 of var 1e-3
+    with torch.no_grad():  # the collapse: the torso's features grow a constant (docs/results.md)
+        for net in (plain, normed):
+            net.torso.fc[1].bias += 5.0
+    grown = [net(obs, state)[0] for net in (plain, normed)]
+    with torch.no_grad():
+        for net in (plain, normed):
+            net.torso.fc[1].bias += 15.0  # every feature positive: the same features, 15 larger
+    larger = [net(obs, state)[0] for net in (plain, normed)]
+    assert not torch.allclose(grown[0], larger[0], atol=1e-3)  # the plain cells' gates move with the constant
+    torch.testing.assert_close(grown[1], larger[1], atol=1e-4, rtol=0)  # the normalized ones see the same input
+
+
 def test_continuous_actions_get_a_gaussian_head_for_ff_and_lstm():
     cfg = Config(game="Pendulum-v1", hidden=16, mlp_layers=1)
     spec = env_spec(cfg)

@@ -51,10 +51,11 @@ def probe(run_dir: Path, steps: int, last: bool, seed: int) -> dict:
         feats.append(net.torso(x)[0])
         if is_recurrent(net):
             h, c = policy.state
+            cell_in = net.features(x)  # the torso's output, layer-normalized with --lstm-norm
             saturated.append(torch.stack([((g < 0.01) | (g > 0.99)).float().mean() for g in gates(net.lstm,
-                                                                                             feats[-1][None], h)]))
+                                                                                             cell_in, h)]))
             cells.append(c[0].abs())
-        logits = net.pi(net.lstm(feats[-1][None], policy.state)[0] if is_recurrent(net) else feats[-1][None])
+        logits = net.pi(net.lstm(cell_in, policy.state)[0] if is_recurrent(net) else feats[-1][None])
         if gaussian(logits) is None:  # the entropy the A3C loss rewards (the action passed is not used for it)
             entropies.append(float(log_prob_entropy(logits, torch.zeros(1, dtype=torch.long))[1][0]))
         obs, _, term, trunc, _ = env.step(policy.act(obs))
