@@ -20,10 +20,13 @@ def test_the_probe_reads_the_torso_the_cells_and_the_policy_of_an_lstm_run(tmp_p
     assert r["steps"] == 50 and r["frames"] >= 2000
     assert r["torso_variation"] > 0 and r["torso_max"] >= r["torso_mean"]
     assert 0 < r["cell_mean"] <= r["cell_max"]
-    assert all(0 <= r[k] <= 1 for k in ("saturated_input", "saturated_forget", "saturated_output"))
+    assert all(0 <= r[k] <= 1 for k in ("saturated_input", "saturated_forget", "saturated_output",
+                                        "saturated_candidate", "torso_active"))
+    assert r["torso_gradient"] > 0
     assert r["entropy_max"] == math.log(2) and 0 < r["entropy"] <= r["entropy_max"] + 1e-6
     shown = run_cmd([sys.executable, "-m", "hogwild_dqn.tools.probe", run, "--steps", 20], 120)
     assert shown.returncode == 0 and "cells: |c| mean" in shown.stdout and "policy entropy" in shown.stdout
+    assert "gradient from the heads" in shown.stdout and "saturated candidates" in shown.stdout
 
     q1 = tmp_path / "q1"
     assert run_train("--game", "CartPole-v1", "--algo", "q1", "--threads", 1, "--frames", 1000, "--eval-every",
