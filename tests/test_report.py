@@ -58,7 +58,9 @@ def test_report_over_real_runs_lists_the_unfinished_one(tmp_path):
     proc = start_train(cut, "--game", "CartPole-v1", "--threads", 1, "--frames", 10**9, "--eval-every", 2000,
                        "--video-steps", 0)
     children = spawned_children(proc.pid)
-    time.sleep(3)
+    deadline = time.time() + 120  # the evaluator writes checkpoint.pt at each periodic evaluation: a curve point
+    while not (cut / "checkpoint.pt").exists() and time.time() < deadline:
+        time.sleep(0.5)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=10)
     assert not wait_gone(children, 10), "orphaned children kept running"
