@@ -204,8 +204,11 @@ class RecurrentActorCritic(nn.Module):
         self.input_norm = input_norm
 
     def features(self, obs: torch.Tensor) -> torch.Tensor:
-        """What the cells read: the torso's output, layer-normalized with `input_norm`."""
-        x = self.torso(obs)
+        """What the cells read of observations."""
+        return self.cell_input(self.torso(obs))
+
+    def cell_input(self, x: torch.Tensor) -> torch.Tensor:
+        """What the cells read of the torso's output `x`: x, layer-normalized with `input_norm`."""
         return nn.functional.layer_norm(x, x.shape[-1:]) if self.input_norm else x
 
     def initial_state(self, rows: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -48,7 +48,7 @@ def torso_gradient(net: torch.nn.Module, feats: torch.Tensor, starts: list[int])
     with torch.enable_grad():
         x = feats.clone().requires_grad_(True)
         if is_recurrent(net):
-            cell_in = torch.nn.functional.layer_norm(x, x.shape[-1:]) if net.input_norm else x
+            cell_in = net.cell_input(x)
             hs, state = [], None
             for t in range(len(x)):
                 state = net.initial_state(1) if t in starts else state
