@@ -122,8 +122,10 @@ def test_the_mujoco_suite_runs_sb3_a2c_beside_each_run_and_tables_both(tmp_path)
     assert f"s1 {ours['final_eval']['mean_return']:.1f} / {sb3['final_eval']['mean_return']:.1f}" in row
     rows = [(r["algo"], float(r["final_mean"]), r["best_periodic_eval"])
             for r in csv.DictReader((tmp_path / "benchmark.csv").open())]  # every run's final and best
-    assert rows == [("a3c", ours["final_eval"]["mean_return"], str(ours["best_eval_return"])),
-                    ("sb3_a2c", sb3["final_eval"]["mean_return"], str(sb3["best_eval_return"]))]
+    best = [("" if r["best_eval_return"] is None else str(r["best_eval_return"])) for r in (ours, sb3)]  # a run
+    # of 4,000 steps can end before the evaluator's first periodic evaluation: the csv leaves the cell empty
+    assert rows == [("a3c", ours["final_eval"]["mean_return"], best[0]),
+                    ("sb3_a2c", sb3["final_eval"]["mean_return"], best[1])]
     assert "No IQM: these games have no random and human reference scores" in report
     assert report.startswith("# Benchmark: a3c, 2 workers, 4,000 steps, seeds 1\n")
     assert "![evaluations against frames, each run](benchmark_curves.png)" in report
