@@ -78,7 +78,7 @@ def probe(run_dir: Path, steps: int, last: bool, seed: int) -> dict:
         feats.append(net.torso(x)[0])
         if is_recurrent(net):
             h, c = policy.state
-            cell_in = net.features(x)  # the torso's output, layer-normalized with --lstm-norm
+            cell_in = net.cell_input(feats[-1][None])  # the torso's output, layer-normalized with --lstm-norm
             i, f, o, g = gates(net.lstm, cell_in, h)
             saturated.append(torch.stack([((s < 0.01) | (s > 0.99)).float().mean() for s in (i, f, o)]
                                          + [(g.abs() > 0.99).float().mean()]))
