@@ -56,6 +56,9 @@ class Config:
     lstm_norm: bool = _f(False, "--net lstm: the torso's features layer-normalized (over the units, no "
                                 "parameters) before the cells, so that a constant growing in them cannot saturate "
                                 "the gates and cut the torso's gradient (docs/results.md, A3C-LSTM on Pong)")
+    lstm_norm_eps: float = _f(1e-5, "--lstm-norm: added to the features' variance before dividing; a larger one "
+                                    "stops amplifying features with a standard deviation below its square root, "
+                                    "so that they cannot shrink into an ever larger effective step")
     hidden: int = _f(256, "width of the fully connected layer(s)")
     mlp_layers: int = _f(2, "hidden layers of the MLP torso used for vector observations")
     obs_standardize: bool = _f(False, "Atari: the network sees each observation at mean 0, std 1 rather than "
@@ -178,7 +181,8 @@ class Config:
                      "mlp_layers", "frame_skip", "frame_stack", "screen_size", "max_episode_frames", "log_every",
                      "replay_size", "batch_size", "train_every", "n_step"):
             positive(name, integer=True)
-        for name in ("lr", "rms_alpha", "rms_eps", "adam_eps", "gamma", "reward_scale", "sync_seconds"):
+        for name in ("lr", "rms_alpha", "rms_eps", "adam_eps", "gamma", "reward_scale", "sync_seconds",
+                     "lstm_norm_eps"):
             positive(name, integer=False)
         if not 0 < self.gamma <= 1 or not 0 < self.rms_alpha < 1:
             raise ConfigError("--gamma must be in (0, 1] and --rms-alpha in (0, 1)")

@@ -195,13 +195,15 @@ class RecurrentActorCritic(nn.Module):
     CELLS = 256
     recurrent = True  # callers carry a state for it (the feed-forward networks say nothing: False)
 
-    def __init__(self, torso: nn.Module, hidden: int, pi: nn.Module, input_norm: bool = False):
+    def __init__(self, torso: nn.Module, hidden: int, pi: nn.Module, input_norm: bool = False,
+                 norm_eps: float = 1e-5):
         """`pi`: the policy head, over CELLS inputs; `input_norm`: the torso's features layer-normalized (no
-        parameters) before the cells, which bounds the gates' input however large the features grow."""
+        parameters) before the cells, which bounds the gates' input however large the features grow;
+        `norm_eps`: the normalization's epsilon, which caps its gain at 1 / sqrt(norm_eps)."""
         super().__init__()
         self.torso, self.lstm = torso, nn.LSTMCell(hidden, self.CELLS)
         self.pi, self.v = pi, nn.Linear(self.CELLS, 1)
-        self.input_norm = input_norm
+        self.input_norm, self.norm_eps = input_norm, norm_eps
 
     def features(self, obs: torch.Tensor) -> torch.Tensor:
         """What the cells read of observations."""
@@ -209,7 +211,7 @@ class RecurrentActorCritic(nn.Module):
 
     def cell_input(self, x: torch.Tensor) -> torch.Tensor:
         """What the cells read of the torso's output `x`: x, layer-normalized with `input_norm`."""
-        return nn.functional.layer_norm(x, x.shape[-1:]) if self.input_norm else x
+        return nn.functional.layer_norm(x, x.shape[-1:], eps=self.norm_eps) if self.input_norm else x
 
     def initial_state(self, rows: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The state of a game that has just started: zeros."""
@@ -257,7 +259,8 @@ def network_for(cfg, spec) -> nn.Module:
 
     torso = new_torso()
     if cfg.net == "lstm":
-        return RecurrentActorCritic(torso, hidden, new_pi(RecurrentActorCritic.CELLS), cfg.lstm_norm)
+        return RecurrentActorCritic(torso, hidden, new_pi(RecurrentActorCritic.CELLS), cfg.lstm_norm,
+                                    cfg.lstm_norm_eps)
     value_torso = None if pixels else new_torso()
     if ALGORITHMS[cfg.algo].actor_critic:
         return ActorCritic(torso, hidden, new_pi(hidden), value_torso)

@@ -1,8 +1,11 @@
 """The Atari torso's input scaling; the LSTM network's steps and unrolls; the Gaussian head of continuous actions."""
 
+import copy
 import dataclasses
+import math
 from types import SimpleNamespace
 
+import pytest
 import torch
 
 from hogwild_dqn.config import Config
@@ -107,6 +110,32 @@ def test_lstm_norm_bounds_the_cells_input_however_large_the_torsos_features_grow
     larger = [net(obs, state)[0] for net in (plain, normed)]
     assert not torch.allclose(grown[0], larger[0], atol=1e-3)  # the plain cells' gates move with the constant
     torch.testing.assert_close(grown[1], larger[1], atol=1e-4, rtol=0)  # the normalized ones see the same input
+
+
+def test_lstm_norm_eps_caps_the_gain_on_small_features_and_still_bounds_large_ones():
+    torch.manual_seed(0)
+    cfg = Config(game="Pong", net="lstm", lstm_norm=True)
+    spec = SimpleNamespace(obs_shape=(4, 84, 84), n_actions=6)
+    tight, floored = network_for(cfg, spec), network_for(dataclasses.replace(cfg, lstm_norm_eps=0.01), spec)
+    floored.load_state_dict(tight.state_dict())
+    obs = _frames()
+
+    def input_std(net, scale):  # ReLU torso: scaling fc's weight and bias scales the features by `scale`
+        probe = copy.deepcopy(net)
+        with torch.no_grad():
+            probe.torso.fc[1].weight *= scale
+            probe.torso.fc[1].bias *= scale
+            return float(probe.features(obs).std(-1, correction=0).mean())
+
+    with torch.no_grad():
+        sigma = float(tight.torso(obs).std(-1, correction=0).mean())  # 0.017 on these random frames
+    for net, eps in ((tight, 1e-5), (floored, 0.01)):
+        for scale in (1.0, 0.5, 0.1):  # std / sqrt(std^2 + eps): the gain is capped at 1 / sqrt(eps)
+            expected = scale * sigma / math.sqrt((scale * sigma) ** 2 + eps)
+            assert input_std(net, scale) == pytest.approx(expected, rel=0.05)
+    assert input_std(tight, 0.5) > 0.9  # eps 1e-5 amplifies features that shrink back to std 1
+    assert input_std(floored, 0.1) < 0.25 * input_std(floored, 0.5)  # eps 0.01 lets the loss see them shrink
+    assert 0.95 < input_std(floored, 1000.0) <= 1.0  # large features: normalized as before
 
 
 def test_continuous_actions_get_a_gaussian_head_for_ff_and_lstm():
