@@ -135,7 +135,7 @@ def test_lstm_takes_the_atari_preset_with_longer_segments_and_a_normalized_input
     assert source == CONFIG_DIR / "atari_lstm.yaml" and (cfg.net, cfg.t_max, ff.t_max) == ("lstm", 20, 5)
     assert cfg.lstm_norm and not ff.lstm_norm and cfg.lstm_norm_eps == 0.01
     differ = {k for k, v in cfg.to_dict().items() if ff.to_dict()[k] != v}
-    assert differ == {"net", "t_max", "lstm_norm", "lstm_norm_eps"}  # everything else comes from atari.yaml through `base:`
+    assert differ == {"net", "t_max", "lstm_norm", "lstm_norm_eps"}  # the rest: atari.yaml, through `base:`
     assert load(["--game", "Pong", "--net", "lstm", "--t-max", "5"])[0].t_max == 5  # the command line wins
 
 
