@@ -44,6 +44,7 @@ BAD = [
     (["--game", "Pendulum-v1", "--policy-std-max", "nan"], "--policy-std-max must be a number >= 0, got nan"),
     (["--game", "Pendulum-v1", "--policy-std-init", "1", "--policy-std-max", "1"], "is not; choose one"),
     (["--game", "Pong", "--lstm-norm"], "--lstm-norm normalizes the LSTM cells' input; it needs --net lstm"),
+    (["--game", "Pong", "--net", "lstm", "--lstm-norm-eps", "0"], "--lstm-norm-eps must be a positive number"),
 ]
 
 
