@@ -102,6 +102,8 @@ class ActorLearner:
                 step()
         except NonFinite as e:
             raise NonFinite(f"{e} at update {self.updates + 1} (global frame {self.frames})") from None
+        if self.rank == 0:  # the others may have crossed an interval since worker 0's last step
+            maybe_sync_target(self.shared, self.shared.frames(), self.cfg.target_update)
         self.writer.close()
         for env in self.envs:
             env.close()

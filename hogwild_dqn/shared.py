@@ -3,9 +3,11 @@
 What is shared between processes (all in shared memory, handed to children at spawn):
 - `model`: the one network every worker learns into. Updated lock-free (Hogwild): workers write their
   optimizer steps concurrently without any lock; torn reads/writes are part of the algorithm's design.
-- `target`: the value-based methods' target network (None for A3C). Copied from `model` by worker 0 alone,
-  once for each `target_update` interval of global frames (`target_epoch` counts the copies). A single
-  writer needs no lock, so no interval is copied twice, and a worker killed mid-copy blocks no one.
+- `target`: the value-based methods' target network (None for A3C). Copied from `model` by worker 0 alone
+  when global frames enter a new `target_update` interval (`target_epoch`: the interval last copied); intervals
+  the others crossed between worker 0's steps (a late start, a restart) are one copy, and worker 0 catches up
+  once more as it stops, so a checkpoint's target is that of its frames. A single writer needs no lock, so no
+  interval is copied twice, and a worker killed mid-copy blocks no one.
 - `optimizer`: one optimizer whose statistics (RMSProp's g, Adam's moments and step) live in shared
   memory, allocated eagerly before spawning so every process sees the same tensors. Its step is lock-free.
 - `worker_frames`: one frame counter per worker, each written by its worker alone; global frames are their
@@ -141,7 +143,7 @@ class SharedState:
     optimizer: SharedRMSprop | SharedAdam
     worker_frames: torch.Tensor  # [threads (+1)] int64, each worker's frame count (global frames = sum); on a
                                  # machine of a cluster run the extra last slot holds the other machines' frames
-    target_epoch: torch.Tensor   # [1] int64, target copies so far (= intervals covered)
+    target_epoch: torch.Tensor   # [1] int64, the target_update interval last copied into the target
     flags: torch.Tensor          # [2] uint8, STOP and WORKERS_DONE
     worker_eps: torch.Tensor     # [threads, games per worker] float64, NaN until the game has drawn its final
                                  # epsilon
@@ -213,13 +215,13 @@ def add_frames(shared: SharedState, rank: int, n: int) -> int:
 
 @torch.no_grad()
 def maybe_sync_target(shared: SharedState, frames: int, target_update: int) -> bool:
-    """Worker 0 only: copy the target network once for the next interval that `frames` has reached."""
+    """Worker 0 only: copy the target network if `frames` is in an interval not yet copied."""
     if shared.target is None or frames // target_update <= int(shared.target_epoch[0]):
         return False
     for tp, p in zip([*shared.target.parameters(), *shared.target.buffers()],
                      [*shared.model.parameters(), *shared.model.buffers()], strict=True):
         tp.copy_(p)  # buffers too: the observation statistics of --obs-normalize
-    shared.target_epoch[0] += 1  # one copy per interval; an interval missed while worker 0 restarted follows
+    shared.target_epoch[0] = frames // target_update
     return True
 
 
