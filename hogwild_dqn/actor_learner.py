@@ -64,8 +64,12 @@ class ActorLearner:
     def count(self, frames: int) -> None:
         """`frames` more frames played; worker 0 also copies the target network when an interval is passed."""
         self.frames = add_frames(self.shared, self.rank, frames)
+        self.sync_target(self.frames)
+
+    def sync_target(self, frames: int) -> None:
+        """Worker 0 alone copies the target network when `frames` is in an interval not yet copied."""
         if self.rank == 0:
-            maybe_sync_target(self.shared, self.frames, self.cfg.target_update)
+            maybe_sync_target(self.shared, frames, self.cfg.target_update)
 
     def episode(self, info: dict) -> None:
         """An env step's info: a game that ended logs its score."""
@@ -102,8 +106,7 @@ class ActorLearner:
                 step()
         except NonFinite as e:
             raise NonFinite(f"{e} at update {self.updates + 1} (global frame {self.frames})") from None
-        if self.rank == 0:  # the others may have crossed an interval since worker 0's last step
-            maybe_sync_target(self.shared, self.shared.frames(), self.cfg.target_update)
+        self.sync_target(self.shared.frames())  # the others may have crossed an interval since worker 0's last step
         self.writer.close()
         for env in self.envs:
             env.close()
