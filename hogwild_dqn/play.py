@@ -1,6 +1,6 @@
 """Watch a trained agent: play whole evaluation games from a run dir and record the first as a video.
 
-    python -m hogwild_dqn.play RUN_DIR [--episodes 10] [--device cuda] [--seed S] [--no-video]
+    python -m hogwild_dqn.play RUN_DIR [--episodes 10] [--device cuda] [--seed S] [--epsilon E] [--no-video]
     (or: make play RUN=RUN_DIR EPISODES=10)
 
 Loads best.pt (else checkpoint.pt), plays with the evaluator's policy and env (no-op starts, raw scores),
@@ -10,6 +10,7 @@ prints each score and mean ± std, min and max, and writes play.mp4 of the first
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import sys
 from pathlib import Path
@@ -37,11 +38,15 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                         "--deterministic-eval)")
     p.add_argument("--last", action="store_true",
                    help="play the run's last weights (checkpoint.pt) rather than its best periodic evaluation's")
+    p.add_argument("--epsilon", type=float, default=None,
+                   help="Q methods: the random-action probability of the games (default: the run's --eval-epsilon)")
     p.add_argument("--video", action=argparse.BooleanOptionalAction, default=True,
                    help="record the first game as play.mp4 next to the checkpoint (default: on)")
     args = p.parse_args(argv)
     if args.episodes < 1:
         raise ConfigError(f"--episodes must be a positive integer, got {args.episodes}")
+    if args.epsilon is not None and not 0 <= args.epsilon <= 1:
+        raise ConfigError(f"--epsilon must be in [0, 1], got {args.epsilon}")
     if args.device == "cuda" and not torch.cuda.is_available():
         raise ConfigError("--device cuda: no CUDA device is available here")
     return args
@@ -66,9 +71,15 @@ class VideoWriter:
 
 
 def play(run_dir: Path, episodes: int, device: str, seed: int | None, video: bool,
-         deterministic: bool | None = None, last: bool = False) -> dict:
-    """Play `episodes` games; return their scores and where the video went."""
+         deterministic: bool | None = None, last: bool = False, epsilon: float | None = None) -> dict:
+    """Play `episodes` games; return their scores and where the video went. `epsilon` overrides the run's
+    evaluation epsilon (Q methods)."""
     policy = load_policy(run_dir, device, deterministic=deterministic, last=last)
+    if epsilon is not None:
+        if policy.actor_critic:
+            raise ConfigError(f"--epsilon is for the Q methods; {run_dir} is a {policy.cfg.algo} run (A3C samples "
+                              "its policy, or takes its most likely action with --deterministic)")
+        policy.cfg = dataclasses.replace(policy.cfg, eval_epsilon=epsilon)
     cfg = policy.cfg
     seed = cfg.seed + PLAY_SEED_OFFSET if seed is None else seed
     policy.seed(seed)
@@ -78,8 +89,9 @@ def play(run_dir: Path, episodes: int, device: str, seed: int | None, video: boo
         print(f"play: no video: {cfg.game} cannot draw its screens on this machine ({problem})", flush=True)
         video = False
     env = make_env(cfg, seed, for_eval=True, render=video)
-    acting = ("epsilon-greedy" if not policy.actor_critic else "the policy's most likely action (the Gaussian's "
-              "mean: --no-deterministic samples)" if policy.deterministic else "actions sampled from the policy")
+    acting = (f"epsilon-greedy (epsilon {cfg.eval_epsilon:g})" if not policy.actor_critic
+              else "the policy's most likely action (the Gaussian's mean: --no-deterministic samples)"
+              if policy.deterministic else "actions sampled from the policy")
     best = (f"evaluator's best {policy.best_eval_return:g}" if math.isfinite(policy.best_eval_return)
             else "no periodic evaluation")
     print(f"{policy.source}: {cfg.variant()} on {cfg.game} after {policy.frames:,} frames "
@@ -107,7 +119,8 @@ def play(run_dir: Path, episodes: int, device: str, seed: int | None, video: boo
 def main(argv: list[str] | None = None) -> int:
     try:
         args = parse(argv)
-        r = play(args.run_dir, args.episodes, args.device, args.seed, args.video, args.deterministic, args.last)
+        r = play(args.run_dir, args.episodes, args.device, args.seed, args.video, args.deterministic, args.last,
+                 args.epsilon)
     except ConfigError as e:
         print(f"play: error: {e}", file=sys.stderr)
         return 2

@@ -18,7 +18,7 @@ import hogwild_dqn
 from hogwild_dqn.config import Config
 from hogwild_dqn.networks import network_for
 from hogwild_dqn.policy import Policy, play_episode
-from tests.conftest import read_summary, run_cmd
+from tests.conftest import read_summary, run_cmd, run_train
 
 
 @pytest.fixture(scope="module")
@@ -152,3 +152,21 @@ def test_load_policy_can_be_deterministic_and_take_the_last_weights(trained):
     assert last.source == trained / "checkpoint.pt" and last.frames == read_summary(trained)["frames"]
     proc = _play(trained, "--episodes", "1", "--last", "--no-video")
     assert proc.returncode == 0 and f"{trained / 'checkpoint.pt'}: a3c on CartPole-v1" in proc.stdout, proc.stderr
+
+
+def test_play_epsilon_overrides_the_q_runs_evaluation_epsilon_and_is_refused_elsewhere(trained, tmp_path):
+    run = tmp_path / "q1"
+    proc = run_train("--game", "CartPole-v1", "--algo", "q1", "--threads", 1, "--frames", 2000, "--run-dir", run,
+                     "--final-eval-episodes", 1)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    proc = _play(run, "--episodes", "2", "--last", "--no-video", "--epsilon", "0.3")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "2 games on cpu, epsilon-greedy (epsilon 0.3)" in proc.stdout
+    assert "epsilon-greedy (epsilon 0.05)" in _play(run, "--episodes", "1", "--no-video").stdout  # the run's own
+    before = {p.name: p.read_bytes() for p in trained.iterdir()}
+    for target, args, message in [(run, ["--epsilon", "1.5"], "--epsilon must be in [0, 1], got 1.5"),
+                                  (trained, ["--epsilon", "0.1"], "--epsilon is for the Q methods")]:
+        proc = _play(target, "--no-video", *args)
+        assert proc.returncode == 2 and proc.stdout == "", proc.stdout
+        assert proc.stderr.startswith("play: error: ") and message in proc.stderr and proc.stderr.count("\n") == 1
+    assert {p.name: p.read_bytes() for p in trained.iterdir()} == before
