@@ -35,7 +35,7 @@ TRAIN_ARGS = $(call opt,--game,$(GAME)) $(call opt,--algo,$(ALGO)) $(call opt,--
              $(call opt,--config,$(CONFIG)) $(call opt,--logdir,$(LOGDIR)) $(call opt,--resume,$(RESUME)) \
              $(call opt,--cluster,$(CLUSTER)) $(ARGS)
 
-.PHONY: check install-dev install install-cluster install-baselines install-mujoco install-benchmark benchmark train test soak sweep report bench play baseline-sb3 evidence ablation clean-venv
+.PHONY: check install-dev install install-cluster install-baselines install-mujoco install-benchmark benchmark train test soak sweep report bench play baseline-sb3 evidence figures ablation clean-venv
 
 install: $(STAMP)
 
@@ -130,6 +130,10 @@ baseline-sb3: $(BASELINES_STAMP)
 # docs/results.md's runs: every one (or ROWS="name ..."), one after another, skipping finished ones (hours).
 evidence: $(STAMP)
 	EVIDENCE_DIR=$(or $(LOGDIR),runs/evidence) scripts/evidence.sh $(ROWS)
+
+# docs/results.md's figures that are kept as CSV under docs/, redrawn (scripts/figures.sh).
+figures: $(STAMP)
+	PY=$(PY) scripts/figures.sh
 
 # The benchmark suite: GAMES x SEEDS (default: six games, seeds 1-3, A3C, 10M frames each; hours), one run after
 # another into LOGDIR (runs/benchmark), resumable, then benchmark.md with the IQM over games (docs/results.md).

@@ -106,3 +106,33 @@ def test_best_episode_video_is_saved_and_logged(tmp_path):
     acc = EventAccumulator(str(run))
     acc.Reload()
     assert acc.Images("eval/best_episode")[-1].encoded_image_string[:6] == b"GIF89a"
+
+
+def test_curves_redraws_a_figure_from_evaluation_csvs_and_refuses_bad_ones_in_one_line(tmp_path, capsys):
+    import matplotlib.image
+
+    from hogwild_dqn.tools import curves
+
+    one = tmp_path / "one.csv"
+    one.write_text("# a run\nframes,mean_return,wall_seconds\n250000,-21,100\n500000,-15.5,210\n")
+    two = tmp_path / "two.csv"
+    two.write_text("run,frames,wall_seconds,mean_return\na,1,2,3\nb,1,2,4\nb,2,3,5\n")
+    out = tmp_path / "fig.png"
+    assert curves.main([f"{one}=one run", str(two), "--by", "run", "--line", "18", "--out", str(out)]) == 0
+    assert "(3 curves)" in capsys.readouterr().out  # one, and two split by its run column
+    image = matplotlib.image.imread(out)
+    assert image.shape[0] > 100 and image.std() > 0
+    out.unlink()
+    for args, message in [([str(tmp_path / "none.csv")], "does not exist"),
+                          ([str(one), "--by", "run"], "no CSV has a column run"),
+                          ([str(tmp_path)], "is not a file"),
+                          ([str(two), "--x", "wall_seconds"], None)]:
+        code = curves.main([*args, "--out", str(out)])
+        err = capsys.readouterr().err
+        if message is None:
+            assert code == 0 and out.exists()
+        else:
+            assert code == 2 and err.startswith("curves: error: ") and message in err and err.count("\n") == 1
+    (tmp_path / "bad.csv").write_text("frames,mean_return,wall_seconds\n1,x,2\n")
+    assert curves.main([str(tmp_path / "bad.csv"), "--out", str(tmp_path / "bad.png")]) == 2
+    assert "not a number" in capsys.readouterr().err and not (tmp_path / "bad.png").exists()

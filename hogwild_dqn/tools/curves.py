@@ -1,0 +1,91 @@
+"""Draw evaluation curves kept as CSV (the files under docs/) into one figure, so the documents' figures are
+redrawn by a command rather than by hand.
+
+    python -m hogwild_dqn.tools.curves docs/a.csv=LABEL [docs/b.csv=LABEL ...] --out fig.png
+        [--x frames|wall_seconds] [--by COLUMN] [--line 18] [--title TEXT]
+
+Each CSV needs the columns `frames`, `wall_seconds` and `mean_return` (lines starting with # are skipped);
+`--by run` splits each CSV that has a column `run` into one line per value of it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display
+import matplotlib.pyplot as plt  # noqa: E402
+
+NEEDED = ("frames", "wall_seconds", "mean_return")
+
+
+class CurvesError(ValueError):
+    """A missing or malformed CSV; printed as one line, exit 2."""
+
+
+def read_lines(path: Path, label: str, by: str | None) -> list[tuple[str, list[float], list[float], list[float]]]:
+    """(label, frames, wall_seconds, mean_return) per line to draw: one, or one per value of the column `by`
+    where the CSV has it."""
+    if not path.is_file():
+        raise CurvesError(f"{path} {'is not a file' if path.exists() else 'does not exist'}")
+    with path.open(newline="") as f:
+        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    missing = [c for c in NEEDED if not rows or c not in rows[0]]
+    if missing:
+        raise CurvesError(f"{path} has no rows or lacks the column(s) {', '.join(missing)}")
+    by = by if by in rows[0] else None
+    groups: dict[str, list[dict]] = {}
+    for row in rows:
+        groups.setdefault(f"{label} {by}={row[by]}" if by else label, []).append(row)
+    try:
+        return [(name, *([float(r[c]) for r in group] for c in NEEDED)) for name, group in groups.items()]
+    except ValueError as e:
+        raise CurvesError(f"{path}: a value that is not a number ({e})") from None
+
+
+def draw(inputs: list[tuple[Path, str]], out: Path, x: str, by: str | None, line: float | None, title: str) -> int:
+    """Draw every input's lines against `x` into `out`; the number of lines drawn."""
+    lines = [drawn for path, label in inputs for drawn in read_lines(path, label, by)]
+    if by and not any(f" {by}=" in label for label, *_ in lines):
+        raise CurvesError(f"--by {by}: no CSV has a column {by}")
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for label, frames, wall, ret in lines:
+        ax.plot(frames if x == "frames" else wall, ret, marker=".", label=label)
+    if line is not None:
+        ax.axhline(line, color="grey", ls="--", alpha=0.6)
+    ax.set_xlabel("global frames" if x == "frames" else "wall time (s)")
+    ax.set_ylabel("periodic evaluation, mean return")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    return len(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m hogwild_dqn.tools.curves", description=__doc__.splitlines()[0])
+    p.add_argument("csv", nargs="+", help="PATH or PATH=LABEL (the label defaults to the file's name)")
+    p.add_argument("--out", type=Path, required=True, help="the PNG to write")
+    p.add_argument("--x", choices=("frames", "wall_seconds"), default="frames", help="the x axis")
+    p.add_argument("--by", default=None, help="a column that splits each CSV that has it into one line per value")
+    p.add_argument("--line", type=float, default=None, help="a horizontal reference line (a target score)")
+    p.add_argument("--title", default="", help="the figure's title")
+    args = p.parse_args(argv)
+    inputs = [(Path(path), label or Path(path).stem) for path, _, label in (a.partition("=") for a in args.csv)]
+    try:
+        n = draw(inputs, args.out, args.x, args.by, args.line, args.title)
+    except CurvesError as e:
+        print(f"curves: error: {e}", file=sys.stderr)
+        return 2
+    print(f"wrote {args.out} ({n} curves)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
