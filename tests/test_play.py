@@ -156,8 +156,8 @@ def test_load_policy_can_be_deterministic_and_take_the_last_weights(trained):
 
 def test_play_epsilon_overrides_the_q_runs_evaluation_epsilon_and_is_refused_elsewhere(trained, tmp_path):
     run = tmp_path / "q1"
-    proc = run_train("--game", "CartPole-v1", "--algo", "q1", "--threads", 1, "--frames", 2000, "--run-dir", run,
-                     "--final-eval-episodes", 1)
+    proc = run_train("--game", "CartPole-v1", "--algo", "q1", "--threads", 1, "--frames", 2000, "--eval-every", 1000,
+                     "--run-dir", run, "--final-eval-episodes", 1)
     assert proc.returncode == 0, proc.stderr[-2000:]
     proc = _play(run, "--episodes", "2", "--last", "--no-video", "--epsilon", "0.3")
     assert proc.returncode == 0, proc.stderr[-2000:]
