@@ -133,6 +133,9 @@ def test_curves_redraws_a_figure_from_evaluation_csvs_and_refuses_bad_ones_in_on
             assert code == 0 and out.exists()
         else:
             assert code == 2 and err.startswith("curves: error: ") and message in err and err.count("\n") == 1
-    (tmp_path / "bad.csv").write_text("frames,mean_return,wall_seconds\n1,x,2\n")
-    assert curves.main([str(tmp_path / "bad.csv"), "--out", str(tmp_path / "bad.png")]) == 2
-    assert "not a number" in capsys.readouterr().err and not (tmp_path / "bad.png").exists()
+    for i, text in enumerate(["frames,mean_return,wall_seconds\n1,x,2\n", "frames,mean_return,wall_seconds\n1,2\n"]):
+        (tmp_path / f"bad{i}.csv").write_text(text)  # a word, then a short row
+        assert curves.main([str(tmp_path / f"bad{i}.csv"), "--out", str(tmp_path / "bad.png")]) == 2
+        assert "not a number" in capsys.readouterr().err and not (tmp_path / "bad.png").exists()
+    assert curves.main([str(one), "--out", str(tmp_path / "no" / "fig.png")]) == 2
+    assert capsys.readouterr().err.startswith("curves: error: --out ")

@@ -27,31 +27,37 @@ class CurvesError(ValueError):
     """A missing or malformed CSV; printed as one line, exit 2."""
 
 
-def read_lines(path: Path, label: str, by: str | None) -> list[tuple[str, list[float], list[float], list[float]]]:
+def read_lines(path: Path, label: str, by: str | None) -> tuple[list[tuple], bool]:
     """(label, frames, wall_seconds, mean_return) per line to draw: one, or one per value of the column `by`
-    where the CSV has it."""
+    where the CSV has it; and whether it had it."""
     if not path.is_file():
         raise CurvesError(f"{path} {'is not a file' if path.exists() else 'does not exist'}")
-    with path.open(newline="") as f:
-        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    try:
+        with path.open(newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    except (UnicodeDecodeError, csv.Error) as e:
+        raise CurvesError(f"{path} is not a readable CSV ({e})") from None
     missing = [c for c in NEEDED if not rows or c not in rows[0]]
     if missing:
         raise CurvesError(f"{path} has no rows or lacks the column(s) {', '.join(missing)}")
-    by = by if by in rows[0] else None
+    split = by is not None and by in rows[0]
     groups: dict[str, list[dict]] = {}
     for row in rows:
-        groups.setdefault(f"{label} {by}={row[by]}" if by else label, []).append(row)
+        groups.setdefault(f"{label} {by}={row[by]}" if split else label, []).append(row)
     try:
-        return [(name, *([float(r[c]) for r in group] for c in NEEDED)) for name, group in groups.items()]
-    except ValueError as e:
-        raise CurvesError(f"{path}: a value that is not a number ({e})") from None
+        return [(name, *([float(r[c]) for r in group] for c in NEEDED)) for name, group in groups.items()], split
+    except (TypeError, ValueError):  # TypeError: a short row's missing field
+        raise CurvesError(f"{path}: a row with a missing value or one that is not a number") from None
 
 
 def draw(inputs: list[tuple[Path, str]], out: Path, x: str, by: str | None, line: float | None, title: str) -> int:
     """Draw every input's lines against `x` into `out`; the number of lines drawn."""
-    lines = [drawn for path, label in inputs for drawn in read_lines(path, label, by)]
-    if by and not any(f" {by}=" in label for label, *_ in lines):
+    if not out.parent.is_dir() or out.suffix.lower() not in (".png", ".svg", ".pdf"):
+        raise CurvesError(f"--out {out}: needs an existing folder and a .png, .svg or .pdf name")
+    read = [read_lines(path, label, by) for path, label in inputs]
+    if by and not any(split for _, split in read):
         raise CurvesError(f"--by {by}: no CSV has a column {by}")
+    lines = [drawn for found, _ in read for drawn in found]
     fig, ax = plt.subplots(figsize=(7, 4))
     for label, frames, wall, ret in lines:
         ax.plot(frames if x == "frames" else wall, ret, marker=".", label=label)
