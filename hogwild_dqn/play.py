@@ -10,7 +10,6 @@ prints each score and mean ± std, min and max, and writes play.mp4 of the first
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import math
 import sys
 from pathlib import Path
@@ -74,12 +73,7 @@ def play(run_dir: Path, episodes: int, device: str, seed: int | None, video: boo
          deterministic: bool | None = None, last: bool = False, epsilon: float | None = None) -> dict:
     """Play `episodes` games; return their scores and where the video went. `epsilon` overrides the run's
     evaluation epsilon (Q methods)."""
-    policy = load_policy(run_dir, device, deterministic=deterministic, last=last)
-    if epsilon is not None:
-        if policy.actor_critic:
-            raise ConfigError(f"--epsilon is for the Q methods; {run_dir} is a {policy.cfg.algo} run (A3C samples "
-                              "its policy, or takes its most likely action with --deterministic)")
-        policy.cfg = dataclasses.replace(policy.cfg, eval_epsilon=epsilon)
+    policy = load_policy(run_dir, device, deterministic=deterministic, last=last, epsilon=epsilon)
     cfg = policy.cfg
     seed = cfg.seed + PLAY_SEED_OFFSET if seed is None else seed
     policy.seed(seed)

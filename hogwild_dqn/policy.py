@@ -90,19 +90,25 @@ def policy_file(run_dir: Path, last: bool = False) -> Path:
 
 
 def load_policy(run_dir: str | Path, device: str = "cpu", seed: int = 0, deterministic: bool | None = None,
-                last: bool = False) -> Policy:
+                last: bool = False, epsilon: float | None = None) -> Policy:
     """The trained agent of a run dir (best.pt, else checkpoint.pt; with `last` checkpoint.pt, the run's last
     weights, which its score is about), ready for `policy.act(observation)` on the
     env that `make_env(policy.cfg, seed, for_eval=True)` builds. The file used and its frames: policy.source,
     policy.frames, policy.best_eval_return. `deterministic` (A3C): take the most likely action (the Gaussian's
     mean) rather than sample; None: the Gaussian's mean for continuous actions, else as the run evaluated
-    (--deterministic-eval)."""
+    (--deterministic-eval). `epsilon` (Q methods): the random-action probability in place of the run's
+    --eval-epsilon."""
     path = policy_file(run_dir, last)
     ckpt = read_checkpoint(path)
     saved = ckpt.get("config")
     if not isinstance(saved, dict) or "obs_shape" not in ckpt or "n_actions" not in ckpt:
         raise ConfigError(f"checkpoint {path} is not a hogwild_dqn checkpoint (no config or env shapes)")
     cfg = dataclasses.replace(Config(), **{k: v for k, v in saved.items() if k in FIELDS})
+    if epsilon is not None:
+        if ALGORITHMS[cfg.algo].actor_critic:
+            raise ConfigError(f"--epsilon is for the Q methods; {run_dir} is a {cfg.algo} run (A3C samples its "
+                              "policy, or takes its most likely action with --deterministic)")
+        cfg = dataclasses.replace(cfg, eval_epsilon=epsilon)
     spec = SimpleNamespace(obs_shape=tuple(ckpt["obs_shape"]), n_actions=int(ckpt["n_actions"]),
                            continuous=bool(ckpt.get("continuous", False)))
     net = network_for(cfg, spec)

@@ -3,8 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
-for x in frames wall; do
-  axis=$([ $x = frames ] && echo frames || echo wall_seconds)
+for axis in frames wall_seconds; do
+  x=${axis%_seconds}  # the figures' names: *_frames.png, *_wall.png
   $PY -m hogwild_dqn.tools.curves --x $axis --line 18 --title "Pong, DQN, seed 1" --out docs/pong_dqn_$x.png \
     docs/pong_dqn_t2_evals.csv="2 processes, 88cc532 (10M budget), ε 0.05" \
     docs/pong_dqn_t1_evals.csv="1 process, 88cc532 (cut at 4.46M), ε 0.05" \
