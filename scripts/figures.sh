@@ -9,7 +9,7 @@ for axis in frames wall_seconds; do
     docs/pong_dqn_t2_evals.csv="2 processes, 88cc532 (10M budget), ε 0.05" \
     docs/pong_dqn_t1_evals.csv="1 process, 88cc532 (cut at 4.46M), ε 0.05" \
     docs/pong_dqn_t2_711e370_evals.csv="2 processes, 711e370 (--stop-return 18), ε 0.05" \
-    docs/pong_dqn_t2_fb3541a_evals.csv="2 processes, fb3541a (--stop-return 18, cut at 4.86M), ε 0.001"
+    docs/pong_dqn_t2_fb3541a_evals.csv="2 processes, fb3541a (+18.4 at 6.25M, on to 9M), ε 0.001"
   $PY -m hogwild_dqn.tools.curves --x $axis --by workers --line 18 --out docs/sweep16_$x.png \
     --title "Pong, A3C on 16 cores (16 workers: seed 2, alone)" docs/sweep16_h200_evals.csv="A3C,"
 done
