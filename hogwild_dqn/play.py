@@ -44,8 +44,6 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.episodes < 1:
         raise ConfigError(f"--episodes must be a positive integer, got {args.episodes}")
-    if args.epsilon is not None and not 0 <= args.epsilon <= 1:
-        raise ConfigError(f"--epsilon must be in [0, 1], got {args.epsilon}")
     if args.device == "cuda" and not torch.cuda.is_available():
         raise ConfigError("--device cuda: no CUDA device is available here")
     return args

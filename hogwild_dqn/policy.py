@@ -98,6 +98,8 @@ def load_policy(run_dir: str | Path, device: str = "cpu", seed: int = 0, determi
     mean) rather than sample; None: the Gaussian's mean for continuous actions, else as the run evaluated
     (--deterministic-eval). `epsilon` (Q methods): the random-action probability in place of the run's
     --eval-epsilon."""
+    if epsilon is not None and not 0 <= epsilon <= 1:
+        raise ConfigError(f"--epsilon must be in [0, 1], got {epsilon}")
     path = policy_file(run_dir, last)
     ckpt = read_checkpoint(path)
     saved = ckpt.get("config")

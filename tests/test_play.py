@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import hogwild_dqn
-from hogwild_dqn.config import Config
+from hogwild_dqn.config import Config, ConfigError
 from hogwild_dqn.networks import network_for
 from hogwild_dqn.policy import Policy, play_episode
 from tests.conftest import read_summary, run_cmd, run_train
@@ -164,6 +164,8 @@ def test_play_epsilon_overrides_the_q_runs_evaluation_epsilon_and_is_refused_els
     assert "2 games on cpu, epsilon-greedy (epsilon 0.3)" in proc.stdout
     assert "epsilon-greedy (epsilon 0.05)" in _play(run, "--episodes", "1", "--no-video").stdout  # the run's own
     assert hogwild_dqn.load_policy(run, epsilon=0.2).cfg.eval_epsilon == 0.2  # the Python API's override
+    with pytest.raises(ConfigError, match=r"--epsilon must be in \[0, 1\], got 1.5"):  # the API's check too
+        hogwild_dqn.load_policy(run, epsilon=1.5)
     for target, args, message in [(run, ["--epsilon", "1.5"], "--epsilon must be in [0, 1], got 1.5"),
                                   (trained, ["--epsilon", "0.1"], "--epsilon is for the Q methods")]:
         proc = _play(target, "--no-video", *args)
