@@ -123,6 +123,11 @@ class Config:
     frame_stack: int = _f(4, "Atari: stacked frames")
     screen_size: int = _f(84, "Atari: observation width and height")
     noop_max: int = _f(30, "Atari: up to this many no-ops at reset")
+    sticky_actions: float = _f(0.0, "Atari: the probability that the emulator repeats the previous action instead "
+                                    "of the chosen one, each frame (ALE's repeat_action_probability; 0: the A3C "
+                                    "paper's protocol; 0.25: Machado et al. 2018, the ALE v5 default)")
+    fire_reset: bool = _f(True, "Atari: press FIRE at a game's start and after a lost life, in games whose "
+                                "actions include it (training and evaluation; SB3's FireResetEnv)")
     max_episode_frames: int = _f(108_000, "Atari: frames after which an episode is truncated")
     clip_rewards: bool = _f(True, "Atari, training only: clip rewards to [-1, 1]")
     reward_scale: float = _f(1.0, "training only: rewards are multiplied by this (after Atari's clipping)")
@@ -186,6 +191,8 @@ class Config:
             positive(name, integer=False)
         if not 0 < self.gamma <= 1 or not 0 < self.rms_alpha < 1:
             raise ConfigError("--gamma must be in (0, 1] and --rms-alpha in (0, 1)")
+        if isinstance(self.sticky_actions, bool) or not 0 <= self.sticky_actions < 1:
+            raise ConfigError(f"--sticky-actions must be a probability in [0, 1), got {self.sticky_actions!r}")
         for e in [self.eps_start, self.eval_epsilon, *self.eps_finals]:
             if not 0 <= e <= 1:
                 raise ConfigError(f"epsilons must lie in [0, 1], got {e}")

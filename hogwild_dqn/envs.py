@@ -4,6 +4,7 @@ reads gymnasium's registry to pick a preset, bench.py times the bare emulator.)"
 from __future__ import annotations
 
 import difflib
+import functools
 import os
 import warnings
 from dataclasses import dataclass
@@ -95,7 +96,7 @@ class AtariGame(gym.Env):
         without a second ROM load."""
         ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)  # no banner from every process
         self.ale = ale_py.ALEInterface()
-        self.ale.setFloat("repeat_action_probability", 0.0)
+        self.ale.setFloat("repeat_action_probability", cfg.sticky_actions)
         self.ale.setInt("max_num_frames_per_episode", cfg.max_episode_frames)
         self.rom, self.render_mode = rom, render_mode
         self.frame_skip, self.noop_max, self.size = cfg.frame_skip, cfg.noop_max, (cfg.screen_size, cfg.screen_size)
@@ -160,6 +161,59 @@ class AtariGame(gym.Env):
         return self.ale.getScreenRGB() if self.render_mode == "rgb_array" else None
 
 
+class FireReset(gym.Wrapper):
+    """FIRE at the start of every game and after every lost life, in games whose action set has FIRE (Breakout's
+    ball is launched only by it): an agent that has not learnt to press it would otherwise burn the
+    --max-episode-frames cap. The start is SB3's FireResetEnv (FIRE, then action 2); the step after a lost life
+    that did not end the game is followed by one FIRE inside the same step (its reward counted). Training and
+    evaluation alike. The frames of these presses, like the no-ops', are not counted as training frames."""
+
+    def __init__(self, env: gym.Env, fire: int):
+        super().__init__(env)
+        self.fire, self.lives = fire, 0
+
+    def reset(self, **kwargs):
+        self.env.reset(**kwargs)
+        for action in (self.fire, 2):
+            obs, _, terminated, truncated, info = self.env.step(action)
+            if terminated or truncated:  # the seed, if any, was the first reset's
+                obs, info = self.env.reset()
+        self.lives = info["lives"]
+        return obs, info
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        if not (terminated or truncated) and 0 < info["lives"] < self.lives:
+            obs, more, terminated, truncated, info = self.env.step(self.fire)
+            reward += more
+        self.lives = info["lives"]
+        return obs, reward, terminated, truncated, info
+
+
+@functools.cache
+def fire_action(rom: str) -> int | None:
+    """The index of FIRE in a game's minimal action set (what the agent chooses from), or None."""
+    ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
+    ale = ale_py.ALEInterface()
+    ale.loadROM(roms.get_rom_path(rom))
+    actions = list(ale.getMinimalActionSet())
+    return actions.index(ale_py.Action.FIRE) if ale_py.Action.FIRE in actions and len(actions) >= 3 else None
+
+
+def protocol(cfg: Config) -> str:
+    """The env as a score's reader needs it named: for Atari the game, sticky actions, no-op starts, FIRE at
+    reset and the episode cap (Machado et al. 2018 call sticky actions 0.25 the v5 default; we default to 0)."""
+    is_atari, env_id = resolve(cfg.game)
+    if not is_atari:
+        return env_id
+    game = env_id[4:].rsplit("-v", 1)[0]
+    sticky = (f"sticky actions {cfg.sticky_actions:g}" if cfg.sticky_actions else "no sticky actions")
+    noops = f"up to {cfg.noop_max} no-op starts" if cfg.noop_max else "no no-op starts"
+    fire = ("FIRE reset" if fire_action(gym.spec(env_id).kwargs["game"]) is not None else "no FIRE in its actions") \
+        if cfg.fire_reset else "no FIRE reset"
+    return f"{game}, {sticky}, {noops}, {fire}, {cfg.max_episode_frames:,}-frame cap"
+
+
 class EpisodicLife(gym.Wrapper):
     """Training only: a lost life is a terminal for the return maths, but the game goes on (no real reset);
     such a step says so with info["life_lost"], so that what lives across a game (an LSTM's memory) is kept."""
@@ -222,7 +276,11 @@ def make_env(cfg: Config, seed: int, for_eval: bool, render: bool = False) -> gy
         if not for_eval and cfg.reward_scale != 1.0:
             env = TransformReward(env, lambda r: r * cfg.reward_scale)
     else:
-        env = RecordEpisodeStatistics(AtariGame(gym.spec(env_id).kwargs["game"], cfg, seed, **mode))
+        rom = gym.spec(env_id).kwargs["game"]
+        env = AtariGame(rom, cfg, seed, **mode)
+        if cfg.fire_reset and (fire := fire_action(rom)) is not None:
+            env = FireReset(env, fire)
+        env = RecordEpisodeStatistics(env)
         if not for_eval and cfg.life_loss_terminal:
             env = EpisodicLife(env)
         if not for_eval and cfg.clip_rewards:

@@ -8,8 +8,9 @@ What is shared between processes (all in shared memory, handed to children at sp
   the others crossed between worker 0's steps (a late start, a restart) are one copy, and worker 0 catches up
   once more as it stops, so a checkpoint's target is that of its frames. A single writer needs no lock, so no
   interval is copied twice, and a worker killed mid-copy blocks no one.
-- `optimizer`: one optimizer whose statistics (RMSProp's g, Adam's moments and step) live in shared
-  memory, allocated eagerly before spawning so every process sees the same tensors. Its step is lock-free.
+- `optimizer`: one optimizer whose statistics (RMSProp's g, Adam's moments and step count) live in shared
+  memory, allocated eagerly before spawning so every process sees the same tensors. Its step is lock-free;
+  Adam's step count is one counter per worker (their sum is t), so no increment is lost.
 - `worker_frames`: one frame counter per worker, each written by its worker alone; global frames are their
   sum. They drive the schedules, the target sync, the evaluator and the stopping rule.
 - `worker_updates`: one counter per worker of the updates it pushed, written by `push_gradients` for that
@@ -78,7 +79,8 @@ class SharedRMSprop:
         self.square_avg = [torch.zeros_like(p).share_memory_() for p in self.params]
 
     @torch.no_grad()
-    def step(self, grads: list[torch.Tensor], lr: float) -> None:
+    def step(self, grads: list[torch.Tensor], lr: float, rank: int = 0) -> None:
+        """`rank`: the pushing worker (unused: RMSProp has no step count)."""
         # one fused call per operation over all tensors: the step runs every 5 agent steps, on the hot path
         torch._foreach_mul_(self.square_avg, self.alpha)
         torch._foreach_addcmul_(self.square_avg, grads, grads, value=1 - self.alpha)
@@ -97,39 +99,48 @@ class SharedRMSprop:
 
 
 class SharedAdam:
-    """Adam with shared first and second moments and a shared step count (bias correction)."""
+    """torch.optim.Adam (no weight decay, no amsgrad) with shared first and second moments, step for step: the
+    bias corrections divide the second moment's root before eps is added, as torch does.
 
-    def __init__(self, params, betas: tuple[float, float], eps: float):
+    The step count t is one counter per worker, each written by its worker alone (as worker_frames), and t is
+    their sum: no increment is lost to a race. A worker's t counts every update pushed before it, by any
+    worker; an update pushed at the same instant by another may be counted or not (Hogwild's one race).
+    """
+
+    def __init__(self, params, betas: tuple[float, float], eps: float, workers: int = 1):
         self.params = list(params)
         self.beta1, self.beta2 = betas
         self.eps = eps
         self.exp_avg = [torch.zeros_like(p).share_memory_() for p in self.params]
         self.exp_avg_sq = [torch.zeros_like(p).share_memory_() for p in self.params]
-        self.steps = torch.zeros(1, dtype=torch.float64).share_memory_()
+        self.steps = torch.zeros(workers, dtype=torch.int64).share_memory_()  # updates pushed by each worker
 
     @torch.no_grad()
-    def step(self, grads: list[torch.Tensor], lr: float) -> None:
-        self.steps += 1
-        t = float(self.steps)
-        scale = lr * math.sqrt(1 - self.beta2 ** t) / (1 - self.beta1 ** t)
+    def step(self, grads: list[torch.Tensor], lr: float, rank: int = 0) -> None:
+        self.steps[rank] += 1
+        t = int(self.steps.sum())
+        correction2 = math.sqrt(1 - self.beta2 ** t)
         # fused calls over all tensors, as in SharedRMSprop: fewer Python-level calls than a per-tensor loop
         torch._foreach_lerp_(self.exp_avg, grads, 1 - self.beta1)
         torch._foreach_mul_(self.exp_avg_sq, self.beta2)
         torch._foreach_addcmul_(self.exp_avg_sq, grads, grads, value=1 - self.beta2)
         denom = torch._foreach_sqrt(self.exp_avg_sq)
+        torch._foreach_div_(denom, correction2)
         torch._foreach_add_(denom, self.eps)
-        torch._foreach_addcdiv_(self.params, self.exp_avg, denom, value=-scale)
+        torch._foreach_addcdiv_(self.params, self.exp_avg, denom, value=-lr / (1 - self.beta1 ** t))
 
     def state_dict(self) -> dict:
+        """The moments and the total step count (one number: a resume may have another number of workers)."""
         return {"exp_avg": [t.clone() for t in self.exp_avg], "exp_avg_sq": [t.clone() for t in self.exp_avg_sq],
-                "steps": self.steps.clone()}
+                "steps": self.steps.sum().reshape(1).to(torch.float64)}
 
     @torch.no_grad()
     def load_state_dict(self, state: dict) -> None:
         for mine, saved in ((self.exp_avg, state["exp_avg"]), (self.exp_avg_sq, state["exp_avg_sq"])):
             for t, s in zip(mine, saved, strict=True):
                 t.copy_(s)
-        self.steps.copy_(state["steps"])
+        self.steps.zero_()
+        self.steps[0] = int(round(float(torch.as_tensor(state["steps"]).sum())))
 
 
 STOP, WORKERS_DONE = 0, 1  # indices into SharedState.flags
@@ -171,7 +182,7 @@ def build_shared(model: nn.Module, target: nn.Module | None, cfg: Config, thread
         target.share_memory()
         target.requires_grad_(False)
     if cfg.optimizer == "adam":
-        opt = SharedAdam(model.parameters(), tuple(cfg.adam_betas), cfg.adam_eps)
+        opt = SharedAdam(model.parameters(), tuple(cfg.adam_betas), cfg.adam_eps, threads)
     else:
         opt = SharedRMSprop(model.parameters(), cfg.rms_alpha, cfg.rms_eps)
     zeros = lambda n, dtype: torch.zeros(n, dtype=dtype).share_memory_()  # noqa: E731
@@ -197,7 +208,7 @@ def push_gradients(params: list[torch.Tensor], shared: SharedState, rank: int, l
     if not math.isfinite(norm):
         raise NonFinite(f"non-finite gradient (norm {norm})")
     grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
-    shared.optimizer.step(grads, lr)
+    shared.optimizer.step(grads, lr, rank)
     shared.worker_updates[rank] += 1
     return norm
 

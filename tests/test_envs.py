@@ -75,21 +75,27 @@ def test_rewards_normalized_by_the_return_deviation_in_training_only():
             assert len(set(rewards)) > 100 and 0 < rewards[-1] < 0.25
 
 
-@pytest.mark.parametrize("game", ["Pong", "Breakout"])
-def test_lean_atari_matches_gymnasium_preprocessing(game):
-    """Our ALE path gives the observations, rewards, ends and infos of gymnasium's wrapper chain, frame for frame."""
+def _gymnasium_chain(game: str, max_frames: int, sticky: float = 0.0):
+    """gymnasium's own ALE env and preprocessing wrappers, the reference our env code is checked against."""
     import ale_py
     import gymnasium as gym
     from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
 
     gym.register_envs(ale_py)
-    max_frames = 2000  # short games: truncations and resets are compared too
-    ref = FrameStackObservation(AtariPreprocessing(
-        gym.make(f"ALE/{game}-v5", frameskip=1, repeat_action_probability=0.0, full_action_space=False,
+    return FrameStackObservation(AtariPreprocessing(
+        gym.make(f"ALE/{game}-v5", frameskip=1, repeat_action_probability=sticky, full_action_space=False,
                  max_num_frames_per_episode=max_frames),
         noop_max=30, frame_skip=4, screen_size=84, terminal_on_life_loss=False, grayscale_obs=True), 4)
+
+
+@pytest.mark.parametrize("game,sticky", [("Pong", 0.0), ("Breakout", 0.0), ("Breakout", 0.25)])
+def test_lean_atari_matches_gymnasium_preprocessing(game, sticky):
+    """Our ALE path gives the observations, rewards, ends and infos of gymnasium's wrapper chain, frame for frame,
+    with --sticky-actions as ALE's repeat_action_probability."""
+    max_frames = 2000  # short games: truncations and resets are compared too
+    ref = _gymnasium_chain(game, max_frames, sticky)
     ours = AtariGame(game.lower(), Config(frame_skip=4, noop_max=30, screen_size=84, frame_stack=4,
-                                          max_episode_frames=max_frames))
+                                          max_episode_frames=max_frames, sticky_actions=sticky))
     (o1, i1), (o2, i2) = ref.reset(seed=5), ours.reset(seed=5)
     i1.pop("seeds")
     assert np.array_equal(o1, o2) and i1 == i2
@@ -110,7 +116,7 @@ def test_lean_atari_matches_gymnasium_preprocessing(game):
 def test_make_env_seeds_the_first_game_without_a_second_reset():
     """make_env(seed) builds the env seeded; its first reset() starts the game reset(seed=seed) starts (one ROM
     load per game: the worker no longer resets with the seed again)."""
-    cfg = Config(game="Pong")
+    cfg = Config(game="Pong", fire_reset=False)  # the bare game, to compare with AtariGame
     env, ref = make_env(cfg, 7, for_eval=True), AtariGame("pong", cfg)
     (o1, _), (o2, _) = env.reset(), ref.reset(seed=7)
     assert np.array_equal(o1, o2)
@@ -120,3 +126,86 @@ def test_make_env_seeds_the_first_game_without_a_second_reset():
         assert np.array_equal(env.step(a)[0], ref.step(a)[0])
     env.close()
     ref.close()
+
+
+class ReferenceFireReset:
+    """SB3's FireResetEnv (stable_baselines3.common.atari_wrappers: FIRE then action 2 after each reset), and one
+    FIRE after a lost life that did not end the game, over gymnasium's chain: the reference for envs.FireReset."""
+
+    def __init__(self, env):
+        self.env, self.lives = env, 0
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        obs, _, terminated, truncated, info = self.env.step(1)
+        if terminated or truncated:
+            obs, info = self.env.reset()
+        obs, _, terminated, truncated, info = self.env.step(2)
+        if terminated or truncated:
+            obs, info = self.env.reset()
+        self.lives = info["lives"]
+        return obs, info
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        if not (terminated or truncated) and 0 < info["lives"] < self.lives:
+            obs, r, terminated, truncated, info = self.env.step(1)
+            reward += r
+        self.lives = info["lives"]
+        return obs, reward, terminated, truncated, info
+
+
+def test_fire_reset_matches_the_reference_frame_for_frame():
+    """Breakout's evaluation env (FIRE at reset and after each lost life) against gymnasium's chain under the
+    reference FIRE wrapper: observations, rewards, ends and lives, through lost lives and whole games."""
+    max_frames = 6000
+    ref = ReferenceFireReset(_gymnasium_chain("Breakout", max_frames))
+    ours = make_env(Config(game="Breakout", max_episode_frames=max_frames), seed=3, for_eval=True)
+    (o1, i1), (o2, i2) = ref.reset(seed=3), ours.reset()
+    assert np.array_equal(o1, o2) and i1["lives"] == i2["lives"] == 5
+    rng, lives_lost, ends = np.random.default_rng(0), 0, 0
+    for _ in range(2500):
+        a = int(rng.choice([0, 2, 3]))  # never FIRE itself: every launch is the wrapper's
+        (o1, r1, t1, u1, i1), (o2, r2, t2, u2, i2) = ref.step(a), ours.step(a)
+        assert np.array_equal(o1, o2) and (r1, t1, u1, i1["lives"]) == (r2, t2, u2, i2["lives"])
+        lives_lost += 0 < i1["lives"] < 5
+        if t1 or u1:
+            ends += 1
+            (o1, _), (o2, _) = ref.reset(), ours.reset()
+            assert np.array_equal(o1, o2)
+    assert ends >= 2 and lives_lost > 0
+
+
+def test_an_agent_that_never_fires_still_ends_a_breakout_game():
+    """Without FIRE at reset and after a lost life, a NOOP-only agent is never launched a ball and its game
+    runs to the 108,000-frame cap (27,000 steps); with it, the ball is lost five times in a few hundred steps."""
+    for cfg, most in ((Config(game="Breakout"), 1000), (Config(game="Breakout", fire_reset=False), None)):
+        env, steps = make_env(cfg, seed=0, for_eval=True), 0
+        env.reset()
+        while True:
+            _, _, terminated, truncated, info = env.step(0)
+            steps += 1
+            if terminated or truncated or (most is None and steps > 2000):
+                break
+        env.close()
+        if most is None:
+            assert steps > 2000  # --no-fire-reset: the old behaviour, the ball never comes
+        else:
+            assert terminated and info["lives"] == 0 and steps < most
+
+
+def test_the_protocol_is_named():
+    from hogwild_dqn.envs import protocol
+
+    assert protocol(Config(game="Breakout")) == \
+        "Breakout, no sticky actions, up to 30 no-op starts, FIRE reset, 108,000-frame cap"
+    assert protocol(Config(game="Freeway", sticky_actions=0.25, fire_reset=True)) == \
+        "Freeway, sticky actions 0.25, up to 30 no-op starts, no FIRE in its actions, 108,000-frame cap"
+    assert protocol(Config(game="Pong", fire_reset=False, noop_max=0)).startswith(
+        "Pong, no sticky actions, no no-op starts, no FIRE reset")
+    assert protocol(Config(game="CartPole-v1")) == "CartPole-v1"
+
+
+def test_sticky_actions_out_of_range_is_refused():
+    with pytest.raises(ConfigError, match="--sticky-actions must be a probability"):
+        Config(sticky_actions=1.0).validate()

@@ -47,19 +47,55 @@ def test_shared_rmsprop_matches_reference_over_steps():
     assert p.tolist() == pytest.approx(reference_rmsprop([1.0, -2.0, 0.5], grads, 7e-4, 0.99, 0.1).tolist())
 
 
-def test_shared_adam_matches_torch_adam():
-    a = [nn.Parameter(torch.tensor([1.0, -2.0, 0.5])), nn.Parameter(torch.tensor([[0.3], [-0.1]]))]
+@pytest.mark.parametrize("eps", [1e-5, 1e-8])
+def test_shared_adam_equals_torch_adam_step_for_step(eps):
+    """200 steps of small gradients (where eps matters most: before the fix, eps was added before the bias
+    correction, ~30x torch's effective eps at the first steps), in float64: equal to torch's Adam to 1e-12 after
+    every step."""
+    gen = torch.Generator().manual_seed(0)
+    a = [nn.Parameter(torch.randn(5, 3, generator=gen, dtype=torch.float64)),
+         nn.Parameter(torch.randn(3, generator=gen, dtype=torch.float64))]
     b = [nn.Parameter(p.detach().clone()) for p in a]
-    mine, ref = SharedAdam(a, (0.9, 0.999), 1e-8), torch.optim.Adam(b, lr=1e-3)
-    for d, e in (([0.5, 0.1, -3.0], [[2.0], [0.0]]), ([-0.2, 0.4, 1.0], [[-1.0], [0.3]]),
-                 ([1.5, -0.7, 0.0], [[0.5], [0.5]])):
-        grads = [torch.tensor(d), torch.tensor(e)]
+    mine, ref = SharedAdam(a, (0.9, 0.999), eps), torch.optim.Adam(b, lr=1e-3, betas=(0.9, 0.999), eps=eps)
+    for step in range(200):
+        grads = [torch.randn(p.shape, generator=gen, dtype=torch.float64) * 1e-5 * (1 + step % 7) for p in a]
         mine.step(grads, lr=1e-3)
         for p, g in zip(b, grads, strict=True):
             p.grad = g.clone()
         ref.step()
-    for p, q in zip(a, b, strict=True):
-        assert p.flatten().tolist() == pytest.approx(q.flatten().tolist(), abs=1e-6)
+        for p, q in zip(a, b, strict=True):
+            torch.testing.assert_close(p.detach(), q.detach(), rtol=0, atol=1e-12)
+
+
+def test_shared_adam_keeps_its_step_count_across_a_resume_with_other_workers():
+    a, b = [nn.Parameter(torch.ones(2))], [nn.Parameter(torch.ones(2))]
+    one = SharedAdam(a, (0.9, 0.999), 1e-8, workers=3)
+    for rank in (0, 1, 2, 2):
+        one.step([torch.ones(2)], lr=1e-3, rank=rank)
+    assert one.steps.tolist() == [1, 1, 2]
+    other = SharedAdam(b, (0.9, 0.999), 1e-8, workers=2)
+    other.load_state_dict(one.state_dict())
+    assert int(other.steps.sum()) == 4
+
+
+def _child_adam_steps(shared, rank, steps):
+    torch.set_num_threads(1)
+    for _ in range(steps):
+        shared.optimizer.step([torch.full_like(p, 0.1) for p in shared.model.parameters()], lr=1e-4, rank=rank)
+
+
+def test_shared_adam_step_count_loses_no_update_across_processes():
+    """Three processes pushing at once: t is exactly the updates pushed (one counter per worker, no race)."""
+    ctx = mp.get_context("spawn")
+    shared = build_shared(nn.Linear(2, 2), None, Config(optimizer="adam"), 3)
+    procs = [ctx.Process(target=_child_adam_steps, args=(shared, r, 3000)) for r in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=120)
+        assert p.exitcode == 0
+    assert shared.optimizer.steps.tolist() == [3000, 3000, 3000]
+    assert float(shared.optimizer.state_dict()["steps"][0]) == 9000
 
 
 def test_optimizer_state_is_in_shared_memory():
