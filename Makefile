@@ -117,7 +117,8 @@ report: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m hogwild_dqn.tools.bench $(BENCH_ARGS)
 
-# Watch a trained agent: EPISODES whole games from RUN's best.pt (else checkpoint.pt), scores and play.mp4.
+# Watch a trained agent: EPISODES whole games from RUN's checkpoint.pt, its last weights (ARGS=--best: best.pt),
+# scores and play.mp4.
 play: $(STAMP)
 	$(PY) -m hogwild_dqn.play $(or $(RUN),$(error give the run dir: make play RUN=runs/...)) --episodes $(EPISODES) $(ARGS)
 

@@ -35,8 +35,8 @@ from hogwild_dqn.cluster_actors import SYNC_TIMEOUT, Evaluator, NodePool, Parame
 from hogwild_dqn.config import Config, ConfigError, first_line
 from hogwild_dqn.console import STATUS, Console, finishing
 from hogwild_dqn.envs import env_spec
-from hogwild_dqn.evaluation import next_point, points_skipped, stop_reason
-from hogwild_dqn.rundir import prepare_run_dir, result_line
+from hogwild_dqn.evaluation import needs_confirmation, next_point, points_skipped, stop_reason
+from hogwild_dqn.rundir import cut_reason, prepare_run_dir, result_line, scored
 
 REJOIN_SCAN_SECONDS = 2  # how often the driver looks for machines that joined or came back
 NO_MACHINE_SECONDS = 120  # with no machine left this long, the run stops
@@ -130,7 +130,7 @@ class Driver:
         self.pools_started = []
         self.frames, self.next_eval = start["frames"], next_point(start["frames"], cfg.eval_every)
         self.pending_eval = None  # (result ref, weights ref, frames)
-        self.holder_gone = False
+        self.holder_gone, self.solved = False, False
 
     def new_evaluator(self):
         return self.ray.remote(Evaluator).options(num_cpus=0, **self.where).remote(self.cfg, self.spec)
@@ -173,11 +173,12 @@ class Driver:
                                    "the other machines keep training")
         return None
 
-    def ask_eval(self, best: float, final: bool = False) -> None:
-        """Evaluate the newest global weights (a late evaluator skips to them); `final`: the run's score."""
-        weights = self.holder.weights.remote()
-        self.pending_eval = (self.evaluator.evaluate.remote(weights, self.frames, best, final), weights,
-                             self.frames)
+    def ask_eval(self, best: float, final: bool = False, confirm: tuple | None = None) -> None:
+        """Evaluate the newest global weights (a late evaluator skips to them); `final`: the run's score;
+        `confirm`: (weights, frames) of a periodic evaluation that reached --stop-return, played again."""
+        weights, frames = confirm or (self.holder.weights.remote(), self.frames)
+        kind = "confirmation" if confirm else "final" if final else "periodic"
+        self.pending_eval = (self.evaluator.evaluate.remote(weights, frames, best, kind), weights, frames)
 
     def collect_eval(self) -> dict | None:
         """Hand a finished evaluation to the holder; None if the evaluator failed (it is then replaced)."""
@@ -216,10 +217,14 @@ class Driver:
                 self.frames = st["frames"]
                 console.show(self.frames, st["last_eval"])
                 if self.pending_eval is not None and self.ray.wait([self.pending_eval[0]], timeout=0)[0]:
+                    _, played, at = self.pending_eval
                     result = self.collect_eval()
                     solved = result and stop_reason(result, self.cfg.stop_return)
                     if solved:
+                        self.solved = True  # the confirmed weights are the run's last: no final evaluation
                         return 0, solved
+                    if result and needs_confirmation(result, self.cfg.stop_return):
+                        self.ask_eval(st["best"], confirm=(played, at))
                 if self.pending_eval is None and self.next_eval <= self.frames < self.cfg.frames:
                     self.ask_eval(st["best"])
                     self.next_eval = next_point(self.frames, self.cfg.eval_every)
@@ -253,7 +258,7 @@ class Driver:
             print(f"train.py: {reason}", file=sys.stderr)
             return status
         try:
-            if status == 0:
+            if status == 0 and not self.solved:
                 if self.pending_eval is not None:
                     self.collect_eval()
                 st = ray.get(self.holder.status.remote(), timeout=SYNC_TIMEOUT)
@@ -261,15 +266,23 @@ class Driver:
                 _say(self.run_dir, f"training done; the final evaluation: {self.cfg.final_eval_episodes} games of "
                                    "the last weights")
                 self.ask_eval(st["best"], final=True)
-                while note.signum is None and not ray.wait([self.pending_eval[0]], timeout=0.25)[0]:
+                deadline = time.time() + self.cfg.final_eval_seconds
+                while note.signum is None and time.time() < deadline and \
+                        not ray.wait([self.pending_eval[0]], timeout=0.25)[0]:
                     pass
-                if note.signum is None:
-                    self.collect_eval()
-                else:  # so that --resume plays the final games
+                final = None
+                if note.signum is None and time.time() < deadline:
+                    final = self.collect_eval()
+                elif note.signum is not None:  # so that --resume plays the final games
                     self.pending_eval = None
                     code, name = STATUS[note.signum]
                     _say(self.run_dir, f"{name}: the final evaluation is cut short; the run is saved without it")
-                    status, reason = code, f"interrupted ({name}) while finishing"
+                    status, reason = code, cut_reason(note.signum)
+                else:
+                    self.pending_eval = None
+                    _say(self.run_dir, f"the final evaluation took over --final-eval-seconds "
+                                       f"{self.cfg.final_eval_seconds}; the run ends unscored (--resume plays it)")
+                status, reason = scored(status, reason, [final] if final else [])
             summary = ray.get(self.holder.finish.remote(reason, sorted(self.names.values())))
         except RayError as e:
             print(f"train.py: the cluster failed while finishing ({_last_line(e)}); "

@@ -18,11 +18,11 @@ from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.checkpoint import atomic_save, checkpoint_state
 from hogwild_dqn.config import Config
 from hogwild_dqn.envs import EnvSpec, make_env
-from hogwild_dqn.evaluation import Recorder, best_episode_gif, play_games
+from hogwild_dqn.evaluation import Recorder, best_episode_gif, confirmation, play_games
 from hogwild_dqn.networks import network_for
 from hogwild_dqn.policy import EVAL_SEED_OFFSET, Policy
 from hogwild_dqn.processes import Processes
-from hogwild_dqn.rundir import Run, make_summary
+from hogwild_dqn.rundir import Run, confirmed, make_summary
 from hogwild_dqn.shared import STOP, all_finite, new_shared_state
 
 NEVER = 2**62            # a machine's workers never copy the target network: the holder's copy is pushed to them
@@ -83,6 +83,7 @@ class ParameterHolder:
         self.frames0, self.evals = start["frames"], list(start["evals"])
         self.wall0, self.t0 = start["wall_seconds"], time.time()
         self.stop, self.node_frames, self.sync_seconds = False, {}, []
+        self.kept = None  # (weights, frames) of a confirmed --stop-return: the run's last weights
         self.writer = metrics.make_writer(self.run_dir, "holder")
         self.recorder = Recorder(self.run_dir, self.writer, start["best"])  # the only record of the best
         self.run = Run(cfg, spec, self.run_dir, cfg.threads or 0, session_start=self.t0,
@@ -137,13 +138,16 @@ class ParameterHolder:
         result["wall_seconds"] = round(self.wall0 + time.time() - self.t0, 2)
         self.evals.append(result)
         self.recorder.record(result, result["frames"], lambda best: self._state(played, result["frames"]), gif)
+        if confirmed(self.evals):  # the run stops on these weights: they are its last, whatever is trained on
+            self.kept = (torch.tensor(np.array(played)), result["frames"])
         self.checkpoint()
 
     def checkpoint(self, reason: str = "running", nodes: tuple = ()) -> dict:
         """checkpoint.pt, and summary.json next to it (so a run whose holder dies keeps its evaluations)."""
-        if all_finite([self.flat]):  # never overwrite the last good checkpoint with NaN/Inf
-            atomic_save(self._state(self.flat, self.frames), self.run_dir / "checkpoint.pt")
-        summary = make_summary(self.run, reason, self.frames, self.evals)
+        flat, frames = self.kept or (self.flat, self.frames)
+        if all_finite([flat]):  # never overwrite the last good checkpoint with NaN/Inf
+            atomic_save(self._state(flat, frames), self.run_dir / "checkpoint.pt")
+        summary = make_summary(self.run, reason, frames, self.evals, self.frames)
         sync = sorted(self.sync_seconds)
         summary["cluster"] = {"nodes": sorted(set(nodes) | set(self.node_frames)),
                               "frames_per_node": self.node_frames,
@@ -268,15 +272,18 @@ class Evaluator:
         self.policy = Policy(network_for(cfg, spec), cfg, self.device, cfg.seed + EVAL_SEED_OFFSET)
         self.env = make_env(cfg, cfg.seed + EVAL_SEED_OFFSET, for_eval=True)
 
-    def evaluate(self, weights, frames: int, best: float, final: bool = False) -> dict:
-        """Play the weights (the final ones: --final-eval-episodes games); above `best` (the holder's best so
-        far) also one game as a GIF (key "gif")."""
+    def evaluate(self, weights, frames: int, best: float, kind: str = "periodic") -> dict:
+        """Play the weights: "periodic" (--eval-episodes games; above `best`, the holder's best so far, also one
+        game as a GIF, key "gif"), "final" (--final-eval-episodes games: the run's score) or "confirmation" (a
+        periodic evaluation that reached --stop-return, confirmed or not over --final-eval-episodes games)."""
         if not np.isfinite(weights).all():
             raise RuntimeError(f"non-finite global weights at global frame {frames}")
         _assign(list(self.policy.net.parameters()), torch.from_numpy(np.array(weights)).to(self.device))
-        episodes = self.cfg.final_eval_episodes if final else self.cfg.eval_episodes
-        result = {"frames": frames, "device": self.device.type, "final": final,
-                  **play_games(self.policy, self.env, episodes)}
-        if self.cfg.video_steps and not final and result["mean_return"] > best:
+        episodes = self.cfg.eval_episodes if kind == "periodic" else self.cfg.final_eval_episodes
+        games = play_games(self.policy, self.env, episodes)
+        played = confirmation(games, self.cfg.stop_return) if kind == "confirmation" else \
+            {"final": kind == "final", **games}
+        result = {"frames": frames, "device": self.device.type, **played}
+        if self.cfg.video_steps and kind == "periodic" and result["mean_return"] > best:
             result["gif"] = best_episode_gif(self.policy, self.cfg, frames)
         return result

@@ -113,10 +113,13 @@ class Config:
     eval_epsilon: float = _f(0.05, "epsilon of evaluation for Q methods (A3C samples its policy)")
     final_eval_episodes: int = _f(30, "whole games the last weights play when a run ends: the run's score "
                                       "(summary.json final_eval), where periodic evaluations are curve points")
+    final_eval_seconds: int = _f(1800, "the final evaluation may take this long, then is cut: the run ends "
+                                       "unscored (exit 4), and --resume plays it")
     deterministic_eval: bool = _f(False, "A3C evaluation and play take the policy's most likely action (the "
                                          "mean of a Gaussian) rather than sampling it")
-    stop_return: float | None = _f(None, "stop the run once an evaluation's mean return reaches this (Pong: 18); "
-                                         "empty (null): train all --frames", float)
+    stop_return: float | None = _f(None, "stop the run once a periodic evaluation's mean return reaches this "
+                                         "(Pong: 18) and the same weights confirm it over --final-eval-episodes "
+                                         "games (else training goes on); empty (null): train all --frames", float)
     video_steps: int = _f(500, "at each new best, record this many agent steps of one game as a GIF; 0: none")
     # environment
     frame_skip: int = _f(4, "Atari: frames per agent step (max-pool of the last two)")
@@ -182,7 +185,7 @@ class Config:
         if self.threads is not None:
             positive("threads", integer=True)
         for name in ("frames", "t_max", "envs_per_worker", "target_update", "eval_every", "eval_episodes",
-                     "final_eval_episodes", "hidden",
+                     "final_eval_episodes", "final_eval_seconds", "hidden",
                      "mlp_layers", "frame_skip", "frame_stack", "screen_size", "max_episode_frames", "log_every",
                      "replay_size", "batch_size", "train_every", "n_step"):
             positive(name, integer=True)

@@ -57,6 +57,7 @@ class EnvSpec:
     n_actions: int        # Discrete: the number of actions; Box: the number of action components
     frames_per_step: int  # emulator frames per agent step (frame skip); 1 outside Atari
     continuous: bool = False  # a Box action space: a vector of floats per step, clipped to its bounds by the env
+    protocol: str = ""        # the env as named beside its scores (envs.protocol)
 
 
 def ale_games() -> dict[str, str]:
@@ -331,6 +332,6 @@ def env_spec(cfg: Config) -> EnvSpec:
                               "non-Atari games need flat vector observations")
         n = int(act_space.n) if kind == "Discrete" else int(act_space.shape[0])
         return EnvSpec(env_id, is_atari, tuple(obs_space.shape), n, cfg.frame_skip if is_atari else 1,
-                       continuous=kind == "Box")
+                       continuous=kind == "Box", protocol=protocol(cfg))
     finally:
         env.close()

@@ -1,5 +1,5 @@
 """Evaluation, written once: when to evaluate, playing the games, and what a result does (tensorboard, the
-run's best.pt and best_episode.gif, --stop-return).
+run's best.pt and best_episode.gif, --stop-return and its confirmation).
 
 Its callers: the evaluator process of a single-machine run (evaluator.py), and on a cluster the Ray evaluator
 actor (plays) and the parameter holder (records), with the driver deciding when and whether to stop.
@@ -74,11 +74,25 @@ def best_episode_gif(policy: Policy, cfg: Config, frames: int) -> bytes | None:
     return metrics.encode_gif(screens)
 
 
+def needs_confirmation(result: dict, stop_return: float | None) -> bool:
+    """A periodic evaluation (a few games) that reached --stop-return: its weights play a confirmation."""
+    return (stop_return is not None and not result.get("final") and not result.get("confirmation")
+            and result["mean_return"] >= stop_return)
+
+
+def confirmation(games: dict, stop_return: float) -> dict:
+    """The confirmation of a periodic evaluation that reached --stop-return: the same weights over
+    --final-eval-episodes games (`games`, from play_games). It holds when their mean reaches --stop-return too;
+    then it is the run's final evaluation (its score), and the run stops."""
+    return {**games, "confirmation": True, "final": games["mean_return"] >= stop_return}
+
+
 def stop_reason(result: dict, stop_return: float | None) -> str | None:
-    """The run's final status when this evaluation reaches --stop-return; None otherwise."""
-    if stop_return is None or result["mean_return"] < stop_return:
+    """The run's final status when this evaluation is a confirmation that held; None otherwise."""
+    if stop_return is None or not result.get("confirmation") or not result.get("final"):
         return None
-    return f"solved: eval mean {result['mean_return']:g} >= --stop-return {stop_return:g}"
+    return (f"solved: confirmed over {result['episodes']} games, mean {result['mean_return']:g} >= --stop-return "
+            f"{stop_return:g}")
 
 
 class Recorder:
@@ -89,21 +103,25 @@ class Recorder:
         self.run_dir, self.writer, self.best = Path(run_dir), writer, best
 
     def is_new_best(self, result: dict) -> bool:
-        return not result.get("final") and result["mean_return"] > self.best
+        return not result.get("final") and not result.get("confirmation") and result["mean_return"] > self.best
 
     def record(self, result: dict, frames: int, state: Callable[[float], dict], gif: bytes | None = None) -> None:
         """Log `result` (an evaluation at global `frames`); at a new best save best.pt from `state(best)` (the
         weights that were played) and the GIF of one of their games, if given."""
-        for tag, key in ((metrics.EVAL_MEAN, "mean_return"), (metrics.EVAL_STD, "std_return"),
-                         (metrics.EVAL_SECONDS, "seconds")):
-            self.writer.add_scalar(tag, result[key], frames)
+        if result.get("confirmation"):  # a curve of its own: the periodic curve stays a few games a point
+            self.writer.add_scalar(metrics.CONFIRM_MEAN, result["mean_return"], frames)
+            self.writer.add_scalar(metrics.CONFIRM_STD, result["std_return"], frames)
+        else:
+            for tag, key in ((metrics.EVAL_MEAN, "mean_return"), (metrics.EVAL_STD, "std_return"),
+                             (metrics.EVAL_SECONDS, "seconds")):
+                self.writer.add_scalar(tag, result[key], frames)
         if result.get("final"):  # the run's score; best.pt stays the best periodic evaluation's
             self.writer.add_scalar(metrics.FINAL_MEAN, result["mean_return"], frames)
             self.writer.add_scalar(metrics.FINAL_STD, result["std_return"], frames)
             self.writer.flush()
             return
         self.writer.flush()
-        if not self.is_new_best(result):
+        if not self.is_new_best(result):  # a confirmation's weights are a periodic evaluation's, already judged
             return
         self.best = result["mean_return"]
         atomic_save(state(self.best), self.run_dir / "best.pt")

@@ -13,7 +13,15 @@ import torch
 from hogwild_dqn import metrics
 from hogwild_dqn.checkpoint import atomic_save, checkpoint_state
 from hogwild_dqn.envs import make_env
-from hogwild_dqn.evaluation import Recorder, best_episode_gif, next_point, play_games, points_skipped
+from hogwild_dqn.evaluation import (
+    Recorder,
+    best_episode_gif,
+    confirmation,
+    needs_confirmation,
+    next_point,
+    play_games,
+    points_skipped,
+)
 from hogwild_dqn.networks import network_for
 from hogwild_dqn.policy import EVAL_SEED_OFFSET, Policy
 from hogwild_dqn.rundir import Run, eval_record
@@ -35,9 +43,20 @@ def snapshot(shared: SharedState, frames: int, best: float, run: Run) -> dict:
         "worker_seed": shared.worker_seed, "lr_start": run.prior.get("lr_start")})
 
 
+def _report(run: Run, result: dict, frames: int, device, report, history: list) -> dict:
+    """Send an evaluation of the weights at `frames` to the runner, and keep it for checkpoint.pt."""
+    point = {"frames": frames, "wall_seconds": round(time.time() - run.clock0, 2), "device": device.type, **result}
+    report.send(("eval", point))
+    history.append(eval_record(point))
+    return point
+
+
 def run_evaluator(run: Run, shared: SharedState, best: float, evals: list, report) -> None:
     """Evaluate every eval_every global frames (--eval-episodes games), and the final weights once more after
-    the workers finish (--final-eval-episodes games: the run's score); then exit."""
+    the workers finish (--final-eval-episodes games: the run's score); then exit. A periodic evaluation that
+    reaches --stop-return is confirmed by the same weights over --final-eval-episodes games: if it holds, those
+    weights are written as checkpoint.pt, their games are the run's final evaluation and the evaluator exits
+    (the runner, told by the evaluation, stops the run and keeps that checkpoint)."""
     cfg = run.cfg
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     policy = Policy(network_for(cfg, run.spec), cfg, device, cfg.seed + EVAL_SEED_OFFSET)
@@ -61,12 +80,15 @@ def run_evaluator(run: Run, shared: SharedState, best: float, evals: list, repor
             raise NonFinite(f"non-finite shared parameters at global frame {frames}")
         policy.net.load_state_dict(state["model"])
         result = {"final": final, **play_games(policy, env, cfg.final_eval_episodes if final else cfg.eval_episodes)}
-        point = {"frames": frames, "wall_seconds": round(time.time() - run.clock0, 2), "device": device.type, **result}
-        report.send(("eval", point))
-        history.append(eval_record(point))
+        point = _report(run, result, frames, device, report, history)
         gif = best_episode_gif(policy, cfg, frames) if cfg.video_steps and recorder.is_new_best(result) else None
         recorder.record(result, frames, lambda best, state=state: {**state, "best_eval_return": best}, gif)
-        if not final:  # the runner writes the final checkpoint itself, after every process is gone
+        if needs_confirmation(result, cfg.stop_return):  # the same weights, over as many games as a final one
+            result = confirmation(play_games(policy, env, cfg.final_eval_episodes), cfg.stop_return)
+            point = _report(run, result, frames, device, report, history)
+            recorder.record(result, frames, lambda best: {})
+            final = result["final"]  # held: these weights are the run's last, and their games its score
+        if not final or result.get("confirmation"):  # else the runner writes the final checkpoint itself
             atomic_save({**state, "best_eval_return": recorder.best, "evals": history,
                          "wall_seconds": point["wall_seconds"]}, run.run_dir / "checkpoint.pt")
         late = points_skipped(frames, shared.frames(), cfg.eval_every)

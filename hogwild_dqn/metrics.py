@@ -22,6 +22,9 @@ EVAL_MEAN = "eval/mean_return"
 EVAL_STD = "eval/std_return"
 FINAL_MEAN = "eval/final_mean_return"  # the last weights over --final-eval-episodes games: the run's score
 FINAL_STD = "eval/final_std_return"
+# a periodic evaluation that reached --stop-return, confirmed (or not) by its weights over --final-eval-episodes
+CONFIRM_MEAN = "eval/confirmation_mean_return"
+CONFIRM_STD = "eval/confirmation_std_return"
 EVAL_SECONDS = "perf/eval_seconds"
 BEST_EPISODE = "eval/best_episode"
 # the signs of the A3C-LSTM's collapse (docs/results.md, "A3C-LSTM on Pong"), logged by the on-policy workers

@@ -1,10 +1,11 @@
 """Watch a trained agent: play whole evaluation games from a run dir and record the first as a video.
 
-    python -m hogwild_dqn.play RUN_DIR [--episodes 10] [--device cuda] [--seed S] [--epsilon E] [--no-video]
+    python -m hogwild_dqn.play RUN_DIR [--episodes 10] [--best] [--device cuda] [--seed S] [--epsilon E] [--no-video]
     (or: make play RUN=RUN_DIR EPISODES=10)
 
-Loads best.pt (else checkpoint.pt), plays with the evaluator's policy and env (no-op starts, raw scores),
-prints each score and mean ± std, min and max, and writes play.mp4 of the first game next to the checkpoint.
+Loads checkpoint.pt, the run's last weights (--best: best.pt, the best periodic evaluation's), plays with the
+evaluator's policy and env (no-op starts, FIRE reset where the game has it, raw scores), prints each score and
+mean ± std, min and max, and writes play.mp4 of the first game next to the checkpoint.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import numpy as np
 import torch
 
 from hogwild_dqn.config import ConfigError, Parser
-from hogwild_dqn.envs import make_env, render_problem, resolve
+from hogwild_dqn.envs import make_env, protocol, render_problem, resolve
 from hogwild_dqn.policy import EVAL_SEED_OFFSET, load_policy, play_episode
 
 PLAY_SEED_OFFSET = 2 * EVAL_SEED_OFFSET  # games the evaluator did not play
@@ -26,7 +27,7 @@ PLAY_SEED_OFFSET = 2 * EVAL_SEED_OFFSET  # games the evaluator did not play
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     p = Parser(prog="python -m hogwild_dqn.play", description="Play a trained agent and record a video.")
-    p.add_argument("run_dir", type=Path, help="a run dir holding best.pt or checkpoint.pt")
+    p.add_argument("run_dir", type=Path, help="a run dir holding checkpoint.pt (and best.pt)")
     p.add_argument("--episodes", type=int, default=10, help="whole games to play (default 10)")
     p.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="where the network runs")
     p.add_argument("--seed", type=int, default=None, help="seed of the games and the policy's draws "
@@ -35,13 +36,18 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                    help="A3C: take the policy's most likely action (a Gaussian's mean) rather than sample it "
                         "(default: the mean for continuous actions, else as the run evaluated, its "
                         "--deterministic-eval)")
-    p.add_argument("--last", action="store_true",
-                   help="play the run's last weights (checkpoint.pt) rather than its best periodic evaluation's")
+    p.add_argument("--best", action="store_true",
+                   help="play the weights of the run's best periodic evaluation (best.pt: the maximum of noisy "
+                        "few-game evaluations, so selection-biased) rather than its last weights (checkpoint.pt, "
+                        "which its score is about)")
+    p.add_argument("--last", action="store_true", help="the last weights: the default (kept for older commands)")
     p.add_argument("--epsilon", type=float, default=None,
                    help="Q methods: the random-action probability of the games (default: the run's --eval-epsilon)")
     p.add_argument("--video", action=argparse.BooleanOptionalAction, default=True,
                    help="record the first game as play.mp4 next to the checkpoint (default: on)")
     args = p.parse_args(argv)
+    if args.best and args.last:
+        raise ConfigError("--best and --last name two different files; choose one")
     if args.episodes < 1:
         raise ConfigError(f"--episodes must be a positive integer, got {args.episodes}")
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -68,10 +74,10 @@ class VideoWriter:
 
 
 def play(run_dir: Path, episodes: int, device: str, seed: int | None, video: bool,
-         deterministic: bool | None = None, last: bool = False, epsilon: float | None = None) -> dict:
+         deterministic: bool | None = None, best: bool = False, epsilon: float | None = None) -> dict:
     """Play `episodes` games; return their scores and where the video went. `epsilon` overrides the run's
     evaluation epsilon (Q methods)."""
-    policy = load_policy(run_dir, device, deterministic=deterministic, last=last, epsilon=epsilon)
+    policy = load_policy(run_dir, device, deterministic=deterministic, best=best, epsilon=epsilon)
     cfg = policy.cfg
     seed = cfg.seed + PLAY_SEED_OFFSET if seed is None else seed
     policy.seed(seed)
@@ -84,10 +90,12 @@ def play(run_dir: Path, episodes: int, device: str, seed: int | None, video: boo
     acting = (f"epsilon-greedy (epsilon {cfg.eval_epsilon:g})" if not policy.actor_critic
               else "the policy's most likely action (the Gaussian's mean: --no-deterministic samples)"
               if policy.deterministic else "actions sampled from the policy")
-    best = (f"evaluator's best {policy.best_eval_return:g}" if math.isfinite(policy.best_eval_return)
+    which = ("the best periodic evaluation's weights (selection-biased; checkpoint.pt holds the last)" if best
+             else "the last weights")
+    peak = (f"evaluator's best {policy.best_eval_return:g}" if math.isfinite(policy.best_eval_return)
             else "no periodic evaluation")
-    print(f"{policy.source}: {cfg.variant()} on {cfg.game} after {policy.frames:,} frames "
-          f"({best}); {episodes} games on {device}, {acting}", flush=True)
+    print(f"{policy.source}: {which}, {cfg.variant()} on {protocol(cfg)} after {policy.frames:,} frames "
+          f"({peak}); {episodes} games on {device}, {acting}", flush=True)
     scores, out = [], None
     try:
         for i in range(episodes):
@@ -111,7 +119,7 @@ def play(run_dir: Path, episodes: int, device: str, seed: int | None, video: boo
 def main(argv: list[str] | None = None) -> int:
     try:
         args = parse(argv)
-        r = play(args.run_dir, args.episodes, args.device, args.seed, args.video, args.deterministic, args.last,
+        r = play(args.run_dir, args.episodes, args.device, args.seed, args.video, args.deterministic, args.best,
                  args.epsilon)
     except ConfigError as e:
         print(f"play: error: {e}", file=sys.stderr)

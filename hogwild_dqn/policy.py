@@ -76,31 +76,33 @@ def play_episode(policy: Policy, env, on_screen: Callable[[np.ndarray], None] | 
             return float(info["episode"]["r"])
 
 
-def policy_file(run_dir: Path, last: bool = False) -> Path:
-    """best.pt of a run, else its checkpoint.pt (with `last`: checkpoint.pt, the last weights); a one-line
-    ConfigError when the dir has none of them."""
+def policy_file(run_dir: Path, best: bool = False) -> Path:
+    """checkpoint.pt of a run, its last weights (the run's score is theirs); with `best`, best.pt, the weights of
+    its best periodic evaluation (the maximum of noisy few-game evaluations: selection-biased). A one-line
+    ConfigError when the dir has no such file."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise ConfigError(f"run dir {run_dir} {'is not a directory' if run_dir.exists() else 'does not exist'}")
-    names = ("checkpoint.pt",) if last else ("best.pt", "checkpoint.pt")
-    for name in names:
-        if (run_dir / name).is_file():
-            return run_dir / name
-    raise ConfigError(f"{run_dir} holds no {' or '.join(names)}; is it a hogwild_dqn run dir?")
+    name = "best.pt" if best else "checkpoint.pt"
+    if (run_dir / name).is_file():
+        return run_dir / name
+    raise ConfigError(f"{run_dir} holds no {name}; is it a hogwild_dqn run dir?"
+                      + ("" if best or not (run_dir / "best.pt").is_file() else " (it has best.pt: --best plays it)"))
 
 
 def load_policy(run_dir: str | Path, device: str = "cpu", seed: int = 0, deterministic: bool | None = None,
-                last: bool = False, epsilon: float | None = None) -> Policy:
-    """The trained agent of a run dir (best.pt, else checkpoint.pt; with `last` checkpoint.pt, the run's last
-    weights, which its score is about), ready for `policy.act(observation)` on the
-    env that `make_env(policy.cfg, seed, for_eval=True)` builds. The file used and its frames: policy.source,
-    policy.frames, policy.best_eval_return. `deterministic` (A3C): take the most likely action (the Gaussian's
-    mean) rather than sample; None: the Gaussian's mean for continuous actions, else as the run evaluated
-    (--deterministic-eval). `epsilon` (Q methods): the random-action probability in place of the run's
-    --eval-epsilon."""
+                best: bool = False, epsilon: float | None = None, last: bool | None = None) -> Policy:
+    """The trained agent of a run dir: its last weights (checkpoint.pt, which its score is about), or with
+    `best` those of its best periodic evaluation (best.pt, a curve's maximum: selection-biased), ready for
+    `policy.act(observation)` on the env that `make_env(policy.cfg, seed, for_eval=True)` builds. The file used
+    and its frames: policy.source, policy.frames, policy.best_eval_return. `deterministic` (A3C): take the most
+    likely action (the Gaussian's mean) rather than sample; None: the Gaussian's mean for continuous actions,
+    else as the run evaluated (--deterministic-eval). `epsilon` (Q methods): the random-action probability in
+    place of the run's --eval-epsilon. `last`: the default now, kept for earlier callers (last=False: best)."""
+    best = best or last is False
     if epsilon is not None and not 0 <= epsilon <= 1:
         raise ConfigError(f"--epsilon must be in [0, 1], got {epsilon}")
-    path = policy_file(run_dir, last)
+    path = policy_file(run_dir, best)
     ckpt = read_checkpoint(path)
     saved = ckpt.get("config")
     if not isinstance(saved, dict) or "obs_shape" not in ckpt or "n_actions" not in ckpt:

@@ -17,7 +17,6 @@ from hogwild_dqn.worker import worker_process
 
 JOIN_SECONDS = 8       # stopping workers may take this long before they are terminated (exit within 10 s)
 EVAL_RESTARTS = 3      # a crashed evaluator is restarted this many times; training goes on meanwhile
-FINAL_EVAL_SECONDS = 1800  # the final evaluation (30 whole games by default) may take this long, then is stopped
 
 
 def stop_resource_tracker() -> None:
@@ -152,11 +151,12 @@ class Processes:
                 w.proc.terminate()
                 w.proc.join(timeout=2)
         self.shared.set(WORKERS_DONE)  # the evaluator plays its last evaluation on the final weights
-        deadline, cut = time.time() + FINAL_EVAL_SECONDS, False
+        deadline, cut = time.time() + self.cfg.final_eval_seconds, False
         while self.evaluator is not None and self.evaluator.proc.is_alive():
             self.drain()
             if time.time() > deadline:
-                tqdm.write(f"the last evaluation took over {FINAL_EVAL_SECONDS} s; stopping it", file=sys.stderr)
+                tqdm.write(f"the final evaluation took over --final-eval-seconds {self.cfg.final_eval_seconds}; "
+                           "stopping it: the run ends unscored (--resume plays it)", file=sys.stderr)
                 self.evaluator.proc.terminate()
             elif note is not None and note.signum is not None and not cut:
                 tqdm.write(f"{STATUS[note.signum][1]}: the final evaluation is cut short; the run is saved without "

@@ -4,6 +4,7 @@ and summary.json's contents."""
 from __future__ import annotations
 
 import math
+import signal
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -58,7 +59,7 @@ def prepare_run_dir(cfg: Config, threads: int, resume: str | None) -> Path:
 def eval_record(e: dict) -> dict:
     """An evaluation as summary.json and checkpoint.pt keep it (without its games' scores or device)."""
     return {**{k: e[k] for k in ("frames", "wall_seconds", "mean_return", "std_return", "episodes")},
-            "final": bool(e.get("final"))}
+            "final": bool(e.get("final")), **({"confirmation": True} if e.get("confirmation") else {})}
 
 
 def no_prior() -> dict:
@@ -92,6 +93,22 @@ def final_eval(evals: list[dict]) -> dict | None:
     return {k: last[k] for k in ("frames", "mean_return", "std_return", "episodes", "returns")}
 
 
+UNSCORED_EXIT = 4  # the run trained, but its final evaluation (its score) was cut: --resume plays it
+
+
+def scored(status: int, reason: str, evals: list[dict]) -> tuple[int, str]:
+    """A run that trained to its end (status 0) but whose final evaluation, its score, was cut (its time cap, a
+    dead evaluator) is "unscored", exit 4, never done: `make benchmark` resumes it to play the evaluation."""
+    if status != 0 or final_eval(evals) is not None:
+        return status, reason
+    return UNSCORED_EXIT, f"unscored: {reason}, but the final evaluation was cut; --resume plays it"
+
+
+def cut_reason(signum: int) -> str:
+    """The final status of a run whose final evaluation a signal cut (its exit status is the signal's)."""
+    return f"unscored: interrupted ({signal.Signals(signum).name}) during the final evaluation; --resume plays it"
+
+
 def final_line(final: dict | None) -> str:
     """The run's score as the last line of a run says it."""
     if final is None:
@@ -108,17 +125,32 @@ def result_line(summary: dict) -> str:
 def best_periodic(best: float, evals: list[dict]) -> float:
     """The best periodic evaluation (--eval-episodes games each; best.pt holds its weights): a point of the
     curve, not the run's score. `best`: earlier sessions' best."""
-    return max([best] + [e["mean_return"] for e in evals if not e.get("final")])
+    return max([best] + [e["mean_return"] for e in evals if not e.get("final") and not e.get("confirmation")])
 
 
-def make_summary(run: Run, reason: str, frames: int, evals: list) -> dict:
-    """summary.json: totals over every session of the run (`evals`: every evaluation, earlier sessions' too)."""
+def confirmed(evals: list[dict]) -> dict | None:
+    """Where the run's score was confirmed (--stop-return): the frames of the weights and the wall seconds when
+    their confirmation games ended; None if no confirmation held."""
+    last = evals[-1] if evals else {}
+    if not (last.get("confirmation") and last.get("final")):
+        return None
+    return {k: last[k] for k in ("frames", "wall_seconds", "mean_return", "episodes")}
+
+
+def make_summary(run: Run, reason: str, frames: int, evals: list, trained: int | None = None) -> dict:
+    """summary.json: totals over every session of the run (`evals`: every evaluation, earlier sessions' too).
+    `frames`: those of the weights kept (checkpoint.pt); `trained`: the frames trained, where more (a run
+    stopped by a confirmation keeps the confirmed weights, and drops what was trained during their games)."""
     prior, wall = run.prior, time.time() - run.session_start
     best = best_periodic(prior["best"], evals) if evals else -math.inf
+    trained = frames if trained is None else trained
     return {
         "game": run.cfg.game, "algo": run.cfg.algo, "threads": run.threads, "seed": run.cfg.seed, "status": reason,
+        "protocol": getattr(run.spec, "protocol", run.cfg.game),  # the env as named with its scores
         "frames": frames, "wall_seconds": round(prior["wall_seconds"] + wall, 2),
-        "frames_per_second": round((frames - prior["frames"]) / max(wall, 1e-9), 1),  # this session's
+        "frames_per_second": round((trained - prior["frames"]) / max(wall, 1e-9), 1),  # this session's
+        **({"frames_trained": trained} if trained != frames else {}),
+        "confirmed": confirmed(evals),  # frames and wall seconds to the confirmed --stop-return
         "final_eval": final_eval(evals),  # the run's score: the last weights over --final-eval-episodes games
         "best_eval_return": best if math.isfinite(best) else None,  # None: no periodic evaluation yet
         "evaluator_device": next((e["device"] for e in reversed(evals) if "device" in e), prior["device"]),

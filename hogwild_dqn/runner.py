@@ -21,12 +21,23 @@ from hogwild_dqn.envs import env_spec
 from hogwild_dqn.evaluator import snapshot
 from hogwild_dqn.processes import Processes, stop_resource_tracker, watch
 from hogwild_dqn.replay import check_memory
-from hogwild_dqn.rundir import Run, final_eval, make_summary, no_prior, prepare_run_dir, result_line
+from hogwild_dqn.rundir import (
+    Run,
+    confirmed,
+    cut_reason,
+    final_eval,
+    make_summary,
+    no_prior,
+    prepare_run_dir,
+    result_line,
+    scored,
+)
 from hogwild_dqn.shared import all_finite, new_shared_state
 
 
 def run(cfg: Config, resume: str | None = None) -> int:
-    """Train; return the process exit status (0 finished, 1 a process failed, 130/143 interrupted)."""
+    """Train; return the process exit status (0 finished or solved, 1 a process failed, 4 unscored: its final
+    evaluation was cut, 130/143 interrupted)."""
     spec = env_spec(cfg)
     threads = cfg.resolved_threads()
     if ALGORITHMS[cfg.algo].replay:  # before anything is written or started
@@ -51,17 +62,19 @@ def run(cfg: Config, resume: str | None = None) -> int:
     status, reason = watch(procs, writer)
     with finishing() as note:  # a signal from here on cuts the final evaluation, never the saving
         procs.stop(wait_for_eval=status == 0, note=note)
-        # a final evaluation cut short: a status that --resume (make benchmark) continues, to play it
         if note.signum is not None and status == 0 and final_eval(procs.evals) is None:
-            status, reason = STATUS[note.signum][0], f"interrupted ({STATUS[note.signum][1]}) while finishing"
-        frames, evals, best = shared.frames(), procs.evals, procs.best()
+            status, reason = STATUS[note.signum][0], cut_reason(note.signum)
+        status, reason = scored(status, reason, procs.evals)
+        trained, evals, best = shared.frames(), procs.evals, procs.best()
+        kept = confirmed(evals)  # the evaluator wrote the confirmed weights as checkpoint.pt: they are the run's
+        frames = kept["frames"] if kept else trained
         if procs.nonfinite or not all_finite(shared.model.parameters()):
             # keep the last good checkpoint rather than overwrite it with weights that met NaN/Inf
             status, reason = 1, reason if procs.nonfinite else "non-finite shared parameters at the end of the run"
             print(f"{run_dir / 'checkpoint.pt'} left as it was: the run met NaN/Inf", file=sys.stderr)
-        else:
+        elif not kept:
             atomic_save(snapshot(shared, frames, best, run), run_dir / "checkpoint.pt")
-        summary = make_summary(run, reason, frames, evals)
+        summary = make_summary(run, reason, frames, evals, trained)
         final = summary["final_eval"]
         (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     writer.add_scalar(metrics.FPS, summary["frames_per_second"], frames)

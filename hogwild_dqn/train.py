@@ -11,8 +11,10 @@ def main(argv: list[str] | None = None) -> int:
     prog = Path(sys.argv[0]).name or "train.py"  # train.py, or hogwild-train when installed
     try:
         cfg, resume, source = load(argv, prog)
-        print(start_line(cfg, source), flush=True)
         # heavy imports only once the command line is good; Ray only for a cluster run
+        from hogwild_dqn.envs import protocol
+
+        print(f"{start_line(cfg, source)}; {protocol(cfg)}", flush=True)
         if cfg.cluster:
             from hogwild_dqn.cluster import run_cluster as run
         else:

@@ -9,7 +9,14 @@ import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from hogwild_dqn import metrics
-from hogwild_dqn.evaluation import Recorder, next_point, points_skipped, stop_reason
+from hogwild_dqn.evaluation import (
+    Recorder,
+    confirmation,
+    needs_confirmation,
+    next_point,
+    points_skipped,
+    stop_reason,
+)
 from tests.conftest import run_cmd, run_train
 
 
@@ -24,9 +31,39 @@ def test_a_late_evaluator_counts_the_points_training_passed():
     assert points_skipped(500, 2600, 500) == 3
 
 
-def test_stop_return_names_the_evaluation_that_reached_it():
-    assert stop_reason({"mean_return": 17.9}, 18) is None and stop_reason({"mean_return": 30}, None) is None
-    assert stop_reason({"mean_return": 18.6}, 18) == "solved: eval mean 18.6 >= --stop-return 18"
+def test_a_stop_needs_a_periodic_evaluation_and_its_confirmation():
+    """A periodic evaluation that reaches --stop-return only asks for a confirmation; the run stops on a
+    confirmation over --final-eval-episodes games whose mean reaches it too, named in the status."""
+    periodic = {"mean_return": 18.6, "episodes": 5, "final": False}
+    assert needs_confirmation(periodic, 18) and not needs_confirmation(periodic, None)
+    assert not needs_confirmation({**periodic, "mean_return": 17.9}, 18)
+    assert stop_reason(periodic, 18) is None  # before the fix: "solved: eval mean 18.6 >= --stop-return 18"
+    held = confirmation({"mean_return": 18.2, "std_return": 1.0, "episodes": 30, "returns": []}, 18)
+    failed = confirmation({"mean_return": 12.0, "std_return": 6.0, "episodes": 30, "returns": []}, 18)
+    assert held["confirmation"] and held["final"] and failed["confirmation"] and not failed["final"]
+    assert not needs_confirmation(held, 18) and not needs_confirmation(failed, 18)  # never a confirmation's
+    assert stop_reason(failed, 18) is None and stop_reason(held, None) is None
+    assert stop_reason(held, 18) == "solved: confirmed over 30 games, mean 18.2 >= --stop-return 18"
+
+
+def test_a_confirmation_has_a_curve_of_its_own_and_is_never_a_best(tmp_path):
+    from hogwild_dqn.rundir import best_periodic, confirmed, eval_record
+
+    writer = metrics.make_writer(tmp_path, "evaluator")
+    rec = Recorder(tmp_path, writer, best=5.0)
+    failed = {"frames": 1000, "wall_seconds": 9.0, "mean_return": 12.0, "std_return": 3.0, "seconds": 1.0,
+              "episodes": 30, "confirmation": True, "final": False}
+    rec.record(failed, 1000, lambda best: {"best_eval_return": best})
+    assert rec.best == 5.0 and not (tmp_path / "best.pt").exists()
+    writer.close()
+    events = EventAccumulator(str(tmp_path))
+    events.Reload()
+    assert [(e.step, e.value) for e in events.Scalars(metrics.CONFIRM_MEAN)] == [(1000, 12.0)]
+    assert metrics.EVAL_MEAN not in events.Tags()["scalars"]
+    assert eval_record(failed)["confirmation"] and best_periodic(5.0, [failed]) == 5.0
+    held = {**failed, "frames": 2000, "wall_seconds": 20.0, "mean_return": 19.0, "final": True}
+    assert confirmed([failed]) is None
+    assert confirmed([failed, held]) == {"frames": 2000, "wall_seconds": 20.0, "mean_return": 19.0, "episodes": 30}
 
 
 def test_recorder_keeps_best_pt_and_the_gif_only_at_a_new_best(tmp_path):
@@ -86,3 +123,49 @@ def test_a_run_with_only_its_final_evaluation_has_no_best(tmp_path):
     assert played.returncode == 0, played.stderr[-2000:]
     assert "inf" not in played.stdout.splitlines()[0]
     assert ("no periodic evaluation" in played.stdout) == (not periodic)
+
+
+def test_a_confirmed_stop_keeps_the_confirmed_weights_and_scores_them(tmp_path):
+    """Every CartPole game scores at least 0: the first periodic evaluation asks for a confirmation, which holds;
+    the run stops, the confirmation is its final evaluation, and checkpoint.pt holds the confirmed weights (the
+    frames trained while its games were played are dropped). Before the fix, the run stopped on the periodic
+    evaluation's 2 games, with no score."""
+    run = tmp_path / "run"
+    proc = run_train("--game", "CartPole-v1", "--threads", 2, "--frames", 200_000, "--eval-every", 2000,
+                     "--eval-episodes", 2, "--final-eval-episodes", 12, "--stop-return", 0, "--video-steps", 0,
+                     "--run-dir", run, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    s = json.loads((run / "summary.json").read_text())
+    periodic, confirm = s["evals"][-2:]
+    assert not periodic["final"] and periodic["episodes"] == 2 and "confirmation" not in periodic
+    assert confirm["confirmation"] and confirm["final"] and confirm["episodes"] == 12
+    assert confirm["frames"] == periodic["frames"] == s["frames"] == s["final_eval"]["frames"]
+    assert s["status"] == f"solved: confirmed over 12 games, mean {confirm['mean_return']:g} >= --stop-return 0"
+    assert s["confirmed"] == {k: confirm[k] for k in ("frames", "wall_seconds", "mean_return", "episodes")}
+    assert s["final_eval"]["episodes"] == 12 and s.get("frames_trained", s["frames"]) >= s["frames"]
+    assert s["protocol"] == "CartPole-v1"
+    assert torch.load(run / "checkpoint.pt", weights_only=True)["frames"] == s["frames"]
+    events = EventAccumulator(str(run))
+    events.Reload()
+    assert [e.step for e in events.Scalars(metrics.CONFIRM_MEAN)] == [s["frames"]]
+
+
+def test_a_confirmation_that_fails_lets_training_go_on(tmp_path):
+    """A policy that does not learn (lr 1e-12) scores about 22 a CartPole game: single games of 35 or more come
+    now and then, a 30-game mean of 35 never. Each such periodic evaluation is confirmed, fails, and training
+    goes on to its last frame (all seeded: the same games every time)."""
+    run = tmp_path / "run"
+    proc = run_train("--game", "CartPole-v1", "--threads", 2, "--frames", 16_000, "--eval-every", 1000,
+                     "--eval-episodes", 1, "--final-eval-episodes", 30, "--stop-return", 35, "--lr", 1e-12,
+                     "--video-steps", 0, "--run-dir", run, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    s = json.loads((run / "summary.json").read_text())
+    confirmations = [e for e in s["evals"] if e.get("confirmation")]
+    assert confirmations and all(not e["final"] and e["mean_return"] < 35 for e in confirmations), s["evals"]
+    for c in confirmations:  # each follows the periodic evaluation of its weights, which reached 35
+        before = s["evals"][s["evals"].index(c) - 1]
+        assert before["frames"] == c["frames"] and before["mean_return"] >= 35 and c["episodes"] == 30
+    assert s["status"] == "finished" and s["confirmed"] is None and s["frames"] >= 16_000
+    assert s["final_eval"]["episodes"] == 30 and s["evals"][-1]["final"] and "confirmation" not in s["evals"][-1]
+    assert s["best_eval_return"] == max(e["mean_return"] for e in s["evals"] if not e["final"]
+                                        and not e.get("confirmation"))

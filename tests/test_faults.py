@@ -147,7 +147,8 @@ def test_a_signal_during_the_final_evaluation_cuts_it_and_the_run_is_saved(tmp_p
     assert proc.returncode == status and "Traceback" not in err, err[-2000:]
     assert f"{name}: the final evaluation is cut short; the run is saved without it" in err
     cut = read_summary(run)
-    assert cut["status"] == f"interrupted ({name}) while finishing" and cut["final_eval"] is None
+    assert cut["status"] == f"unscored: interrupted ({name}) during the final evaluation; --resume plays it"
+    assert cut["final_eval"] is None
     assert torch.load(run / "checkpoint.pt", weights_only=True)["frames"] == cut["frames"] >= 6000
 
     done = run_train("--resume", run, "--final-eval-episodes", 5)
@@ -155,3 +156,25 @@ def test_a_signal_during_the_final_evaluation_cuts_it_and_the_run_is_saved(tmp_p
     summary = read_summary(run)
     assert summary["status"] == "finished" and summary["final_eval"]["episodes"] == 5
     assert summary["frames"] == cut["frames"]  # nothing more to train: the resumed session only evaluates
+
+
+def test_a_final_evaluation_cut_by_its_time_cap_leaves_the_run_unscored_not_done(tmp_path):
+    """--final-eval-seconds runs out: the run ends with exit 4 and an "unscored" status (before the fix: exit 0,
+    "finished", and make benchmark counted it done); the benchmark's and the report's test of a finished run
+    refuse it; --resume plays the final evaluation and the run is done."""
+    from hogwild_dqn.tools.report import ended
+
+    run = tmp_path / "run"
+    proc = run_train("--game", "CartPole-v1", "--threads", 2, "--frames", 4000, "--eval-every", 2000,
+                     "--final-eval-episodes", 100000, "--final-eval-seconds", 3, "--run-dir", run, timeout=300)
+    assert proc.returncode == 4, (proc.returncode, proc.stderr[-2000:])
+    assert "final evaluation took over --final-eval-seconds 3" in proc.stderr and "Traceback" not in proc.stderr
+    cut = read_summary(run)
+    assert cut["status"] == "unscored: finished, but the final evaluation was cut; --resume plays it"
+    assert cut["final_eval"] is None and not ended(cut["status"], cut["final_eval"])
+    assert proc.stdout.strip().splitlines()[-1].startswith("unscored: finished")
+    done = run_train("--resume", run, "--final-eval-episodes", 5, "--final-eval-seconds", 600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = read_summary(run)
+    assert summary["status"] == "finished" and summary["final_eval"]["episodes"] == 5
+    assert ended(summary["status"], summary["final_eval"])

@@ -39,13 +39,19 @@ def test_a3c_learns_cartpole(cartpole_a3c):
     assert first is not None and first <= BUDGETS["a3c"], f"a3c did not reach {THRESHOLD} within 100k frames"
 
 
-def test_stop_return_ends_the_run_at_the_first_evaluation_that_reaches_it(cartpole_a3c, tmp_path):
-    """A3C with a budget far beyond need stops itself at the first evaluation >= its --stop-return;
+def test_stop_return_ends_the_run_at_its_first_confirmed_evaluation(cartpole_a3c, tmp_path):
+    """A3C with a budget far beyond need stops itself once a periodic evaluation >= its --stop-return is
+    confirmed by the same weights over 30 games (training goes on past the ones that are not);
     `--stop-return none` restores "train all --frames" over the value a resumed run's config.yaml holds."""
     summary, stop = read_summary(cartpole_a3c), CARTPOLE_A3C_STOP
-    reached = [e for e in summary["evals"] if e["mean_return"] >= stop]
-    assert reached and summary["status"] == f"solved: eval mean {reached[0]['mean_return']:g} >= --stop-return {stop}"
-    assert summary["frames"] < min(reached[0]["frames"] + 100_000, 300_000)  # stopped there, not at its 300k
+    confirm = summary["evals"][-1]
+    assert confirm["confirmation"] and confirm["final"] and confirm["mean_return"] >= stop
+    assert summary["status"] == (f"solved: confirmed over 30 games, mean {confirm['mean_return']:g} >= "
+                                 f"--stop-return {stop}")
+    assert summary["evals"][-2]["frames"] == confirm["frames"] == summary["frames"]
+    assert summary["evals"][-2]["mean_return"] >= stop and summary["frames"] < 300_000  # stopped there
+    failed = [e for e in summary["evals"] if e.get("confirmation") and not e["final"]]
+    assert all(e["mean_return"] < stop for e in failed)
     run = tmp_path / "a3c"
     shutil.copytree(cartpole_a3c, run)  # the shared run stays as it was for the other tests
     proc = run_train("--resume", run, "--stop-return", "none", "--frames", summary["frames"] + 4000, timeout=600)

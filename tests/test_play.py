@@ -37,12 +37,11 @@ def _play(*args, make=False) -> subprocess.CompletedProcess:
 
 
 def test_make_play_scores_as_the_evaluator_recorded_and_writes_a_video(trained):
-    best = read_summary(trained)
-    recorded = next(e for e in best["evals"] if e["mean_return"] == best["best_eval_return"])
+    recorded = read_summary(trained)["final_eval"]  # the last weights over 30 games: the run's score
     proc = _play(f"RUN={trained}", "EPISODES=10", make=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
     games = [float(g) for g in re.findall(r"^game \d+: (\S+)$", proc.stdout, re.M)]
-    assert len(games) == 10 and f"{trained / 'best.pt'}: a3c on CartPole-v1" in proc.stdout
+    assert len(games) == 10 and f"{trained / 'checkpoint.pt'}: the last weights, a3c on CartPole-v1" in proc.stdout
     m = re.search(r"^mean (\S+) ± (\S+) over 10 games, min (\S+), max (\S+); video (\S+)$", proc.stdout, re.M)
     assert m, proc.stdout
     mean, std, low, high = map(float, m.groups()[:4])
@@ -60,8 +59,10 @@ def test_make_play_scores_as_the_evaluator_recorded_and_writes_a_video(trained):
 
 
 def test_load_policy_acts_on_the_env_make_env_builds(trained):
+    """The last weights by default (before the fix: best.pt, the maximum of noisy 5-game evaluations)."""
     policy = hogwild_dqn.load_policy(trained)
-    assert policy.source == trained / "best.pt" and policy.cfg.game == "CartPole-v1" and policy.frames > 0
+    assert policy.source == trained / "checkpoint.pt" and policy.cfg.game == "CartPole-v1" and policy.frames > 0
+    assert policy.frames == read_summary(trained)["final_eval"]["frames"]  # the weights the score is about
     env = hogwild_dqn.make_env(policy.cfg, seed=123, for_eval=True)
     try:
         scores = [play_episode(policy, env) for _ in range(3)]
@@ -69,11 +70,15 @@ def test_load_policy_acts_on_the_env_make_env_builds(trained):
         env.close()
     summary = read_summary(trained)
     assert np.mean(scores) >= summary["best_eval_return"] / 2, scores  # a trained agent, not a random one (~22)
-    (trained / "best.pt").rename(trained / "best.pt.away")  # without best.pt: checkpoint.pt
+    assert hogwild_dqn.load_policy(trained, best=True).source == trained / "best.pt"
+    (trained / "best.pt").rename(trained / "best.pt.away")
     try:
-        assert hogwild_dqn.load_policy(trained).source == trained / "checkpoint.pt"
+        with pytest.raises(ConfigError, match="holds no best.pt"):
+            hogwild_dqn.load_policy(trained, best=True)
     finally:
         (trained / "best.pt.away").rename(trained / "best.pt")
+    proc = _play(trained, "--episodes", "1", "--best", "--no-video")
+    assert proc.returncode == 0 and f"{trained / 'best.pt'}: the best periodic evaluation's weights" in proc.stdout
 
 
 def test_q_policy_is_epsilon_greedy():
@@ -107,8 +112,8 @@ def test_lstm_policy_carries_its_state_through_a_game_and_restarts_it_at_the_nex
 
 @pytest.mark.parametrize("setup, message", [
     (lambda d: None, "does not exist"),
-    (lambda d: d.mkdir(), "holds no best.pt or checkpoint.pt"),
-    (lambda d: (d.mkdir(), (d / "best.pt").write_text("junk")), "truncated or corrupted"),
+    (lambda d: d.mkdir(), "holds no checkpoint.pt; is it a hogwild_dqn run dir"),
+    (lambda d: (d.mkdir(), (d / "checkpoint.pt").write_text("junk")), "truncated or corrupted"),
     (lambda d: (d.mkdir(), torch.save({"weights": 1}, d / "checkpoint.pt")), "is not a hogwild_dqn checkpoint"),
 ])
 def test_bad_run_dir_is_one_line_and_exit_2(tmp_path, setup, message):
@@ -150,8 +155,9 @@ def test_load_policy_can_be_deterministic_and_take_the_last_weights(trained):
     assert policy.deterministic and not hogwild_dqn.load_policy(trained).deterministic
     last = hogwild_dqn.load_policy(trained, last=True)
     assert last.source == trained / "checkpoint.pt" and last.frames == read_summary(trained)["frames"]
-    proc = _play(trained, "--episodes", "1", "--last", "--no-video")
-    assert proc.returncode == 0 and f"{trained / 'checkpoint.pt'}: a3c on CartPole-v1" in proc.stdout, proc.stderr
+    proc = _play(trained, "--episodes", "1", "--last", "--no-video")  # --last: the default, still accepted
+    assert proc.returncode == 0 and f"{trained / 'checkpoint.pt'}: the last weights, a3c on CartPole-v1" \
+        in proc.stdout, proc.stderr
 
 
 def test_play_epsilon_overrides_the_q_runs_evaluation_epsilon_and_is_refused_elsewhere(trained, tmp_path):

@@ -75,6 +75,7 @@ class Score:
     reference: tuple[float, float] | None  # (random, human) scores of the game, if known
     curve: list[tuple[int, float]]  # (frames, mean return) of each periodic evaluation
     source: str | None = None  # where a record rebuilt after its run dir was lost came from
+    protocol: str | None = None  # the env as its summary names it (envs.protocol); None in older records
 
     @property
     def normalized(self) -> float | None:
@@ -97,22 +98,27 @@ def read_json(path: Path) -> dict | None:
 def read_summary(args: argparse.Namespace, name: str) -> dict | None:
     """A run's summary: its run dir's, else its record's (--record) once it has ended there."""
     summary = read_json(args.logdir / name / "summary.json")
-    if args.record and not (summary and ended(summary["status"])):
+    if args.record and not (summary and done(summary)):
         kept = read_json(args.record / f"{name}.json")
-        summary = kept if kept and ended(kept["status"]) else summary
+        summary = kept if kept and done(kept) else summary
     return summary
+
+
+def done(summary: dict) -> bool:
+    """A summary of a run that needs nothing more (report.ended): ended, with its score."""
+    return ended(summary["status"], summary.get("final_eval"))
 
 
 def is_done(args: argparse.Namespace, name: str) -> bool:
     summary = read_summary(args, name)
-    return summary is not None and ended(summary["status"])
+    return summary is not None and done(summary)
 
 
 def keep(args: argparse.Namespace, name: str) -> None:
     """Copy an ended run's summary.json to its record (--record), where the suite finds it on any machine."""
     src = args.logdir / name / "summary.json"
     summary = read_json(src)
-    if args.record and summary and ended(summary["status"]):
+    if args.record and summary and done(summary):
         args.record.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, args.record / f"{name}.json")
 
@@ -233,9 +239,17 @@ def read_scores(args: argparse.Namespace, algo: str | None = None) -> list[Score
             scores.append(Score(game, seed, s["status"], s["frames"], s["wall_seconds"] / 60,
                                 final.get("mean_return"), final.get("std_return"), final.get("episodes", 0),
                                 s.get("best_eval_return"), args.reference.get(game),
-                                [(e["frames"], e["mean_return"]) for e in s.get("evals", []) if not e["final"]],
-                                s.get("recovered_from")))
+                                [(e["frames"], e["mean_return"]) for e in s.get("evals", [])
+                                 if not e["final"] and not e.get("confirmation")],
+                                s.get("recovered_from"), s.get("protocol")))
     return scores
+
+
+def protocols(scores: list[Score]) -> list[str]:
+    """The env of each game as its runs name it (sticky actions, no-op starts, FIRE reset, episode cap)."""
+    named = {s.game: s.protocol for s in scores if s.protocol}
+    older = "not recorded (runs before the protocol was named: no sticky actions, up to 30 no-op starts, no FIRE reset)"
+    return [named.get(g) or (g if "-v" in g else f"{g}: {older}") for g in dict.fromkeys(s.game for s in scores)]
 
 
 def spread(values: list[float]) -> str:
@@ -364,7 +378,7 @@ def game_row(game: str, runs: list[Score], seeds: int) -> str:
     scored = [s for s in runs if s.final_mean is not None]
     norm = [s.normalized for s in scored if s.normalized is not None]
     best = [s.best_periodic for s in runs if s.best_periodic is not None]
-    each = ", ".join(f"s{s.seed} {fmt(s.final_mean)}" + ("" if ended(s.status) else f" ({s.status})")
+    each = ", ".join(f"s{s.seed} {fmt(s.final_mean)}" + ("" if ended(s.status, s.final_mean) else f" ({s.status})")
                      for s in runs)
     return (f"| {game} | {len(scored)}/{seeds} | {spread([s.final_mean for s in scored])} | "
             f"{fmt(statistics.mean(norm) if norm else None, '.3f')} | {each} | "
@@ -419,6 +433,7 @@ def write_report(args: argparse.Namespace) -> Path:
              "final score | best periodic evaluation, mean over seeds (a curve point, not the score) | wall minutes "
              "(mean) |", "| --- | --- | --- | --- | --- | --- | --- |"]
     lines += [game_row(g, [s for s in scores if s.game == g], len(args.seeds)) for g in args.games]
+    lines += ["", "Protocol of each game, as its runs' summaries name it: " + "; ".join(protocols(scores)) + "."]
     theirs = read_scores(args, SB3)
     write_csv(args, scores, theirs, out / "benchmark.csv")
     for source in sorted({s.source for s in scores + theirs if s.source}):

@@ -1,7 +1,7 @@
 """What a trained actor-critic's network does over one game: the torso's features, the LSTM cells and gates, the
 policy's entropy. Made to see the A3C-LSTM's collapse (docs/results.md, "A3C-LSTM on Pong") in numbers.
 
-    python -m hogwild_dqn.tools.probe RUN_DIR [--steps 400] [--last] [--seed 0]
+    python -m hogwild_dqn.tools.probe RUN_DIR [--steps 400] [--best] [--seed 0]
 
 Plays `--steps` agent steps of an evaluation game (the run's env, its policy as the evaluator acts) and prints:
 - torso: the mean of its outputs, their largest value, and how much they vary over the game (the mean over units
@@ -64,8 +64,8 @@ def torso_gradient(net: torch.nn.Module, feats: torch.Tensor, starts: list[int])
 
 
 @torch.no_grad()
-def probe(run_dir: Path, steps: int, last: bool, seed: int) -> dict:
-    policy = load_policy(run_dir, last=last, seed=seed)
+def probe(run_dir: Path, steps: int, best: bool, seed: int) -> dict:
+    policy = load_policy(run_dir, best=best, seed=seed)
     net, cfg = policy.net, policy.cfg
     if not hasattr(net, "torso") or not hasattr(net, "pi"):
         raise ConfigError(f"{run_dir}: probe reads actor-critic networks (--algo a3c); this run is {cfg.algo}")
@@ -113,13 +113,13 @@ def main(argv: list[str] | None = None) -> int:
     p = Parser(prog="python -m hogwild_dqn.tools.probe", description=__doc__.splitlines()[0])
     p.add_argument("run_dir", type=Path)
     p.add_argument("--steps", type=int, default=400, help="agent steps to play (default 400)")
-    p.add_argument("--last", action="store_true", help="the last weights (checkpoint.pt) rather than best.pt")
+    p.add_argument("--best", action="store_true", help="best.pt's weights rather than the last (checkpoint.pt)")
     p.add_argument("--seed", type=int, default=0)
     try:
         args = p.parse_args(argv)
         if args.steps < 2:
             raise ConfigError(f"--steps must be at least 2, got {args.steps}")
-        r = probe(args.run_dir, args.steps, args.last, args.seed)
+        r = probe(args.run_dir, args.steps, args.best, args.seed)
     except ConfigError as e:
         print(f"probe: error: {e}", file=sys.stderr)
         return 2

@@ -50,10 +50,11 @@ class Run:
     final: dict | None = None        # summary.json's final_eval: the last weights over many games, the score
 
 
-def ended(status: str) -> bool:
-    """A summary.json status of a run that needs nothing more: it ran all its frames, or stopped at
-    --stop-return ("solved: ...", see processes.watch)."""
-    return status == "finished" or status.startswith("solved:")
+def ended(status: str, final) -> bool:
+    """A run that needs nothing more: it ran all its frames or stopped at a confirmed --stop-return ("solved:
+    ...", processes.watch), and has its score, `final` (summary.json's final_eval). An unscored run (its final
+    evaluation cut) or one that failed is never done: make benchmark resumes it, the reports do not count it."""
+    return (status == "finished" or status.startswith("solved:")) and final is not None
 
 
 def read_run(path: Path) -> Run | None:
@@ -131,7 +132,7 @@ def plot_curves(runs: list[Run], x: str, out: Path) -> None:
             label = f"{r.threads} worker{'s' if r.threads > 1 else ''}" if r.threads not in labelled else None
             labelled.add(r.threads)
             ax.plot([e[x] for e in r.evals], [e["mean_return"] for e in r.evals], color=colours[r.threads],
-                    label=label, linestyle="-" if ended(r.status) else ":", marker=".")
+                    label=label, linestyle="-" if ended(r.status, r.final) else ":", marker=".")
         ax.set_title(f"{' / '.join(sorted({r.game for r in runs}))} {algo}")
         ax.set_xlabel("global frames" if x == "frames" else "wall time (s)")
         ax.grid(alpha=0.3)
