@@ -148,6 +148,13 @@ def test_a_confirmed_stop_keeps_the_confirmed_weights_and_scores_them(tmp_path):
     events = EventAccumulator(str(run))
     events.Reload()
     assert [e.step for e in events.Scalars(metrics.CONFIRM_MEAN)] == [s["frames"]]
+    # the sweep report gives the frames and minutes to the confirmed score, and draws no confirmation as a point
+    from hogwild_dqn.tools.report import main as report
+
+    assert report(["--logdir", str(tmp_path), "--score", "0"]) == 0
+    row = next(line for line in (tmp_path / "report.md").read_text().splitlines() if line.startswith("| run | a3c |"))
+    assert f"| {s['frames']:,}, {confirm['wall_seconds'] / 60:.1f} | {s['frames']:,} |" in row
+    assert row.endswith("| CartPole-v1 |")
 
 
 def test_a_confirmation_that_fails_lets_training_go_on(tmp_path):

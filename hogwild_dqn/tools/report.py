@@ -48,6 +48,8 @@ class Run:
     frames: int | None = None        # global frames and wall seconds at the end (or the last evaluation)
     wall_seconds: float | None = None
     final: dict | None = None        # summary.json's final_eval: the last weights over many games, the score
+    confirmed: dict | None = None    # summary.json's confirmed: frames and wall seconds to a confirmed --stop-return
+    protocol: str | None = None      # the env as named beside its scores (None: a run before it was named)
 
 
 def ended(status: str, final) -> bool:
@@ -68,7 +70,8 @@ def read_run(path: Path) -> Run | None:
     if summary_file.is_file():
         s = json.loads(summary_file.read_text())
         return Run(path, s["game"], algo, s["threads"], s["seed"], s["status"], s["frames_per_second"],
-                   s["evals"], s.get("frames"), s.get("wall_seconds"), s.get("final_eval"))
+                   s["evals"], s.get("frames"), s.get("wall_seconds"), s.get("final_eval"), s.get("confirmed"),
+                   s.get("protocol"))
     evals = evals_from_events(path)
     last = evals[-1] if evals else {}
     return Run(path, cfg.get("game", "?"), algo, cfg.get("threads") or 0, cfg.get("seed", 0),
@@ -93,8 +96,9 @@ def read_runs(logdir: Path) -> list[Run]:
 
 
 def time_to_score(evals: list[dict], score: float) -> float | None:
-    """Wall seconds at the first evaluation whose mean return reaches `score` (None if never)."""
-    return next((e["wall_seconds"] for e in evals if e["mean_return"] >= score), None)
+    """Wall seconds at the first periodic evaluation whose mean return reaches `score` (None if never): a few
+    games, a curve point (a confirmed score is the run's `confirmed`)."""
+    return next((e["wall_seconds"] for e in evals if not e.get("confirmation") and e["mean_return"] >= score), None)
 
 
 def speedup_table(runs: list[Run], score: float) -> list[dict]:
@@ -129,9 +133,10 @@ def plot_curves(runs: list[Run], x: str, out: Path) -> None:
     for ax, algo in zip(axes[0], algos, strict=True):
         labelled = set()
         for r in (r for r in runs if r.algo == algo and r.evals):
+            curve = [e for e in r.evals if not e.get("confirmation")]  # a confirmation repeats its point's frames
             label = f"{r.threads} worker{'s' if r.threads > 1 else ''}" if r.threads not in labelled else None
             labelled.add(r.threads)
-            ax.plot([e[x] for e in r.evals], [e["mean_return"] for e in r.evals], color=colours[r.threads],
+            ax.plot([e[x] for e in curve], [e["mean_return"] for e in curve], color=colours[r.threads],
                     label=label, linestyle="-" if ended(r.status, r.final) else ":", marker=".")
         ax.set_title(f"{' / '.join(sorted({r.game for r in runs}))} {algo}")
         ax.set_xlabel("global frames" if x == "frames" else "wall time (s)")
@@ -201,16 +206,18 @@ def write_report(logdir: Path, score: float | None) -> Path:
               "![eval return against frames](curves_frames.png)", "",
               "![eval return against wall time](curves_wall.png)", "", "## Runs", "",
               "| run | algo | threads | seed | status | evals | final eval (mean ± std, games) | best periodic eval "
-              "| frames | wall minutes | frames/s | game |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+              "| confirmed --stop-return (frames, minutes) | frames | wall minutes | frames/s | env |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in runs:
-        best = max((e["mean_return"] for e in r.evals if not e.get("final")), default=None)
+        best = max((e["mean_return"] for e in r.evals if not e.get("final") and not e.get("confirmation")),
+                   default=None)
+        confirmed = (f"{r.confirmed['frames']:,}, {r.confirmed['wall_seconds'] / 60:.1f}" if r.confirmed else "—")
         final = (f"{r.final['mean_return']:.1f} ± {r.final['std_return']:.1f} ({r.final['episodes']})"
                  if r.final else "—")
         minutes = None if r.wall_seconds is None else r.wall_seconds / 60
         lines.append(f"| {r.path.relative_to(logdir)} | {r.algo} | {r.threads} | {r.seed} | {r.status} | "
-                     f"{len(r.evals)} | {final} | {fmt(best)} | {fmt(r.frames, ',')} | {fmt(minutes)} | "
-                     f"{fmt(r.frames_per_second, ',.0f')} | {r.game} |")
+                     f"{len(r.evals)} | {final} | {fmt(best)} | {confirmed} | {fmt(r.frames, ',')} | {fmt(minutes)} | "
+                     f"{fmt(r.frames_per_second, ',.0f')} | {r.protocol or r.game} |")
     out = logdir / "report.md"
     out.write_text("\n".join(lines) + "\n")
     return out
