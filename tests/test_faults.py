@@ -162,6 +162,7 @@ def test_a_final_evaluation_cut_by_its_time_cap_leaves_the_run_unscored_not_done
     """--final-eval-seconds runs out: the run ends with exit 4 and an "unscored" status (before the fix: exit 0,
     "finished", and make benchmark counted it done); the benchmark's and the report's test of a finished run
     refuse it; --resume plays the final evaluation and the run is done."""
+    from hogwild_dqn.tools.benchmark import done
     from hogwild_dqn.tools.report import ended
 
     run = tmp_path / "run"
@@ -171,10 +172,10 @@ def test_a_final_evaluation_cut_by_its_time_cap_leaves_the_run_unscored_not_done
     assert "final evaluation took over --final-eval-seconds 3" in proc.stderr and "Traceback" not in proc.stderr
     cut = read_summary(run)
     assert cut["status"] == "unscored: finished, but the final evaluation was cut; --resume plays it"
-    assert cut["final_eval"] is None and not ended(cut["status"], cut["final_eval"])
+    assert cut["final_eval"] is None and not ended(cut["status"], cut["final_eval"]) and not done(cut)
     assert proc.stdout.strip().splitlines()[-1].startswith("unscored: finished")
     done = run_train("--resume", run, "--final-eval-episodes", 5, "--final-eval-seconds", 600)
     assert done.returncode == 0, done.stderr[-2000:]
     summary = read_summary(run)
     assert summary["status"] == "finished" and summary["final_eval"]["episodes"] == 5
-    assert ended(summary["status"], summary["final_eval"])
+    assert ended(summary["status"], summary["final_eval"]) and done(summary)

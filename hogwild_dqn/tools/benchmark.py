@@ -40,6 +40,7 @@ from pathlib import Path
 from hogwild_dqn import __version__
 from hogwild_dqn.config import ConfigError, Parser
 from hogwild_dqn.envs import resolve
+from hogwild_dqn.rundir import UNSCORED_EXIT
 from hogwild_dqn.tools import TRAIN, resume_or_start
 from hogwild_dqn.tools.report import ended, fmt
 
@@ -215,6 +216,11 @@ def run_suite(args: argparse.Namespace) -> list[str]:
         say(args, f"start {name} (commit {commit()}, {machine()}): {' '.join(cmd[1:])}")
         rc = train(cmd, args.logdir / f"{name}.log")
         say(args, f"end {name} rc={rc}")
+        if rc == UNSCORED_EXIT:  # trained, but its final evaluation was cut: play it now, once
+            cmd = resume_or_start(args.logdir / name, cmd)
+            say(args, f"resume {name}, unscored, to play its final evaluation: {' '.join(cmd[1:])}")
+            rc = train(cmd, args.logdir / f"{name}.log")
+            say(args, f"end {name} rc={rc}")
         keep(args, name)
         if rc in (130, 143):  # the run was stopped (Ctrl-C, SIGTERM): so is the suite
             raise KeyboardInterrupt
