@@ -129,10 +129,11 @@ def best_periodic(best: float, evals: list[dict]) -> float:
 
 
 def confirmed(evals: list[dict]) -> dict | None:
-    """Where the run's score was confirmed (--stop-return): the frames of the weights and the wall seconds when
-    their confirmation games ended; None if no confirmation held."""
+    """Where the run's score was confirmed (--stop-return) in this session: the frames of the weights and the
+    wall seconds when their confirmation games ended; None if none held (an earlier session's, read back from
+    summary.json without its games' scores, is a curve point, as in final_eval)."""
     last = evals[-1] if evals else {}
-    if not (last.get("confirmation") and last.get("final")):
+    if not (last.get("confirmation") and last.get("final") and "returns" in last):
         return None
     return {k: last[k] for k in ("frames", "wall_seconds", "mean_return", "episodes")}
 

@@ -61,8 +61,8 @@ def test_a_confirmation_has_a_curve_of_its_own_and_is_never_a_best(tmp_path):
     assert [(e.step, e.value) for e in events.Scalars(metrics.CONFIRM_MEAN)] == [(1000, 12.0)]
     assert metrics.EVAL_MEAN not in events.Tags()["scalars"]
     assert eval_record(failed)["confirmation"] and best_periodic(5.0, [failed]) == 5.0
-    held = {**failed, "frames": 2000, "wall_seconds": 20.0, "mean_return": 19.0, "final": True}
-    assert confirmed([failed]) is None
+    held = {**failed, "frames": 2000, "wall_seconds": 20.0, "mean_return": 19.0, "final": True, "returns": [19.0]}
+    assert confirmed([failed]) is None and confirmed([eval_record(held)]) is None  # an earlier session's
     assert confirmed([failed, held]) == {"frames": 2000, "wall_seconds": 20.0, "mean_return": 19.0, "episodes": 30}
 
 
