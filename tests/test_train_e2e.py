@@ -18,14 +18,17 @@ def test_pong_run_dir_contents(tmp_path):
                      "--max-episode-frames", 2000, "--log-every", 10, "--run-dir", run, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     # the default preset for ALE games, named in the run's first line with the values that decide learning
+    # and the protocol, as every score names it (summary.json too)
     assert proc.stdout.splitlines()[0] == ("configs/atari.yaml: a3c on Pong, 2 workers x 1 game, rmsprop lr 0.0007 "
-                                           "eps 1e-05, 6,000 frames, seed 1")
+                                           "eps 1e-05, 6,000 frames, seed 1; Pong, no sticky actions, up to 30 "
+                                           "no-op starts, FIRE reset, 2,000-frame cap")
     for name in ("config.yaml", "checkpoint.pt", "best.pt", "summary.json"):
         assert (run / name).is_file(), name
     s = read_summary(run)
     for key in ("frames", "wall_seconds", "frames_per_second", "best_eval_return", "evaluator_device", "evals"):
         assert key in s
     assert s["frames"] >= 6000 and s["frames_per_second"] > 0 and s["evaluator_device"] == "cpu"
+    assert s["protocol"] == "Pong, no sticky actions, up to 30 no-op starts, FIRE reset, 2,000-frame cap"
     assert len(s["evals"]) >= 2 and s["evals"][-1]["frames"] == s["frames"]
     for e in s["evals"]:
         assert set(e) == {"frames", "wall_seconds", "mean_return", "std_return", "episodes", "final"}
