@@ -75,26 +75,28 @@ $(BENCHMARK_STAMP): requirements-benchmark.txt $(STAMP)
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements.txt "setuptools>=68"
+	$(PY) -m pip install --quiet -r requirements.txt "setuptools>=77"
 	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
-train: $(STAMP) $(if $(strip $(CLUSTER)),$(CLUSTER_STAMP))
-	$(VENV)/bin/hogwild-train $(TRAIN_ARGS)
-
-test: $(STAMP) $(CLUSTER_STAMP) $(MUJOCO_STAMP) $(BENCHMARK_STAMP) $(BASELINES_STAMP)
-	$(PY) -m pytest -q tests
-
-# Fast feedback (under a minute): ruff, and the tests that train nothing (maths, config, envs, shared memory,
-# the worker's pieces inline, the package's layout).
-CHECK_TESTS := tests/test_algorithms.py tests/test_exploration.py tests/test_networks.py tests/test_envs.py \
-               tests/test_shared.py tests/test_layout.py tests/test_replay.py tests/test_cli.py tests/test_worker.py
+# pytest and ruff, for `make test` and `make check` (the package's dev extra; training needs neither).
 DEV_STAMP := $(VENV)/.installed-dev
 install-dev: $(DEV_STAMP)
 
 $(DEV_STAMP): requirements-dev.txt $(STAMP)
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	touch $(DEV_STAMP)
+
+train: $(STAMP) $(if $(strip $(CLUSTER)),$(CLUSTER_STAMP))
+	$(VENV)/bin/hogwild-train $(TRAIN_ARGS)
+
+test: $(STAMP) $(DEV_STAMP) $(CLUSTER_STAMP) $(MUJOCO_STAMP) $(BENCHMARK_STAMP) $(BASELINES_STAMP)
+	$(PY) -m pytest -q tests
+
+# Fast feedback (under a minute): ruff, and the tests that train nothing (maths, config, envs, shared memory,
+# the worker's pieces inline, the package's layout).
+CHECK_TESTS := tests/test_algorithms.py tests/test_exploration.py tests/test_networks.py tests/test_envs.py \
+               tests/test_shared.py tests/test_layout.py tests/test_replay.py tests/test_cli.py tests/test_worker.py
 
 check: $(DEV_STAMP)
 	$(VENV)/bin/ruff check .

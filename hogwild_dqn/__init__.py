@@ -9,7 +9,7 @@ Using a trained agent from Python:
     obs, reward, terminated, truncated, info = env.step(policy.act(obs))
 """
 
-__version__ = "0.4.0"
+__version__ = "0.5.0"
 __all__ = ["load_policy", "make_env"]
 
 

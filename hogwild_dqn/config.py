@@ -13,6 +13,7 @@ from pathlib import Path
 
 import yaml
 
+from hogwild_dqn import __version__
 from hogwild_dqn.algorithms import ALGORITHMS, unable
 
 # The presets: a checkout's configs/ (where users read and copy them); an installed package carries a copy.
@@ -339,6 +340,7 @@ def build_parser(prog: str = "train.py") -> argparse.ArgumentParser:
                                     "for MuJoCo tasks, configs/pendulum.yaml for Pendulum-v1, "
                                     "configs/cartpole.yaml for other gymnasium ids)")
     p.add_argument("--resume", metavar="DIR", help="continue the run in DIR from its checkpoint.pt")
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     for f in dataclasses.fields(Config):
         t, doc = _field_type(f.name), f.metadata["doc"]
         if t is bool:

@@ -10,10 +10,13 @@ import time
 
 import imageio.v2 as imageio
 import pytest
-from scipy.stats import trim_mean
 
 from hogwild_dqn.tools.benchmark import units
 from tests.conftest import run_cmd, start
+
+# the suite's report is rliable's (with scipy): an optional extra, which `make test` installs
+pytest.importorskip("rliable", reason="the benchmark extra is not installed: make install-benchmark")
+trim_mean = pytest.importorskip("scipy.stats").trim_mean
 
 SUITE = ["--games", "CartPole-v1", "--frames", "10000", "--reference", "CartPole-v1=22,500", "--reps", "2000"]
 TRAIN = ["--", "--eval-every", "5000", "--final-eval-episodes", "5"]

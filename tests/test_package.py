@@ -55,6 +55,24 @@ def test_the_packages_dependencies_are_the_requirements_files(installed):
     meta = Parser().parsestr((info / "METADATA").read_text())
     declared = [Requirement(d) for d in meta.get_all("Requires-Dist")]
     assert {d for d in declared if d.marker is None} == _requirements("requirements.txt")
-    for extra in ("cluster", "mujoco", "baselines", "benchmark"):
+    # nothing only the tests need is installed with the package: pytest and ruff are the dev extra's
+    assert not {d.name for d in declared if d.marker is None} & {"pytest", "ruff"}
+    for extra in ("cluster", "mujoco", "baselines", "benchmark", "dev"):
         got = {Requirement(str(d).split(";")[0]) for d in declared if d.marker and d.marker.evaluate({"extra": extra})}
         assert got == _requirements(f"requirements-{extra}.txt"), extra
+
+
+def test_the_package_is_licensed_and_versioned(installed):
+    """MIT (LICENSE, declared in the metadata), Python 3.11 or later (tools/benchmark.py uses datetime.UTC), and
+    `hogwild-train --version` names the package's version."""
+    import hogwild_dqn
+
+    (info,) = installed.glob("hogwild_dqn-*.dist-info")
+    meta = Parser().parsestr((info / "METADATA").read_text())
+    assert meta["License-Expression"] == "MIT" and meta["Requires-Python"] == ">=3.11"
+    assert meta["Version"] == hogwild_dqn.__version__ and (ROOT / "CHANGELOG.md").read_text().count(
+        f"## {hogwild_dqn.__version__} ") == 1
+    assert list(info.rglob("LICENSE"))
+    shown = run_cmd([installed / "bin" / "hogwild-train", "--version"], 60, env={**os.environ,
+                                                                                "PYTHONPATH": str(installed)})
+    assert shown.returncode == 0 and shown.stdout.strip() == f"hogwild-train {hogwild_dqn.__version__}"
