@@ -56,14 +56,14 @@ class Config:
                         "each game carries across steps (a3c only; the paper's A3C LSTM)")
     lstm_norm: bool = _f(False, "--net lstm: the torso's features layer-normalized (over the units, no "
                                 "parameters) before the cells, so that a constant growing in them cannot saturate "
-                                "the gates and cut the torso's gradient (docs/results.md, A3C-LSTM on Pong)")
+                                "the gates and cut the torso's gradient (docs/notebook.md, A3C-LSTM on Pong)")
     lstm_norm_eps: float = _f(1e-5, "--lstm-norm: added to the features' variance before dividing; a larger one "
                                     "stops amplifying features with a standard deviation below its square root, "
                                     "so that they cannot shrink into an ever larger effective step")
     hidden: int = _f(256, "width of the fully connected layer(s)")
     mlp_layers: int = _f(2, "hidden layers of the MLP torso used for vector observations")
     obs_standardize: bool = _f(False, "Atari: the network sees each observation at mean 0, std 1 rather than "
-                                      "pixels/255 (keeps conv1 alive under Adam; docs/results.md)")
+                                      "pixels/255 (keeps conv1 alive under Adam; docs/notebook.md)")
     obs_normalize: bool = _f(False, "vector observations: the network sees them standardized by the running mean "
                                     "and variance of all workers' observations (kept in the model; not with "
                                     "--cluster or a replay algorithm)")

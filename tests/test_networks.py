@@ -100,7 +100,7 @@ def test_lstm_norm_bounds_the_cells_input_however_large_the_torsos_features_grow
     x = normed.features(obs)
     torch.testing.assert_close(x.mean(-1), torch.zeros(3), atol=1e-5, rtol=0)
     torch.testing.assert_close(x.std(-1, correction=0), torch.ones(3), atol=0.05, rtol=0)  # eps 1e-5 of var 1e-3
-    with torch.no_grad():  # the collapse: the torso's features grow a constant (docs/results.md)
+    with torch.no_grad():  # the collapse: the torso's features grow a constant (docs/notebook.md)
         for net in (plain, normed):
             net.torso.fc[1].bias += 5.0
     grown = [net(obs, state)[0] for net in (plain, normed)]

@@ -1,5 +1,5 @@
 """What a trained actor-critic's network does over one game: the torso's features, the LSTM cells and gates, the
-policy's entropy. Made to see the A3C-LSTM's collapse (docs/results.md, "A3C-LSTM on Pong") in numbers.
+policy's entropy. Made to see the A3C-LSTM's collapse (docs/notebook.md, "A3C-LSTM on Pong") in numbers.
 
     python -m hogwild_dqn.tools.probe RUN_DIR [--steps 400] [--best] [--seed 0]
 
