@@ -13,3 +13,10 @@ for axis in frames wall_seconds; do
   $PY -m hogwild_dqn.tools.curves --x $axis --by workers --line 18 --out docs/sweep16_$x.png \
     --title "Pong, A3C on 16 cores (16 workers: seed 2, alone)" docs/sweep16_h200_evals.csv="A3C,"
 done
+$PY -m hogwild_dqn.tools.curves --x frames --title "Breakout, A3C, seed 1, FIRE reset (03a8c7e)" \
+  --out docs/breakout_fire_frames.png docs/breakout_fire_evals.csv="A3C, 2 workers, FIRE reset"
+for axis in frames wall_seconds; do
+  $PY -m hogwild_dqn.tools.curves --x $axis --by seed --line 18 --out docs/pong_confirmed_${axis%_seconds}.png \
+    --title "Pong, A3C, confirmed stops (d596905; 30-game confirmations at the stop)" \
+    docs/pong_confirmed_evals.csv="seed"
+done
