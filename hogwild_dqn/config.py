@@ -13,7 +13,6 @@ from pathlib import Path
 
 import yaml
 
-from hogwild_dqn import __version__
 from hogwild_dqn.algorithms import ALGORITHMS, unable
 
 # The presets: a checkout's configs/ (where users read and copy them); an installed package carries a copy.
@@ -332,7 +331,7 @@ class Parser(argparse.ArgumentParser):
         raise ConfigError(message)  # one line and exit 2, without argparse's usage dump
 
 
-def build_parser(prog: str = "train.py") -> argparse.ArgumentParser:
+def build_parser(prog: str = "train.py", version: str | None = None) -> argparse.ArgumentParser:
     p = Parser(prog=prog, description="Hogwild asynchronous deep RL (Mnih et al. 2016).",
                                 argument_default=argparse.SUPPRESS)
     p.add_argument("--config", help="YAML preset (default: configs/atari.yaml for ALE games (atari_lstm.yaml with "
@@ -340,7 +339,8 @@ def build_parser(prog: str = "train.py") -> argparse.ArgumentParser:
                                     "for MuJoCo tasks, configs/pendulum.yaml for Pendulum-v1, "
                                     "configs/cartpole.yaml for other gymnasium ids)")
     p.add_argument("--resume", metavar="DIR", help="continue the run in DIR from its checkpoint.pt")
-    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    if version is not None:
+        p.add_argument("--version", action="version", version=f"%(prog)s {version}")
     for f in dataclasses.fields(Config):
         t, doc = _field_type(f.name), f.metadata["doc"]
         if t is bool:
@@ -370,10 +370,11 @@ def _typed(t, optional: bool = False):
     return convert
 
 
-def load(argv: list[str] | None = None, prog: str = "train.py") -> tuple[Config, str | None, Path]:
+def load(argv: list[str] | None = None, prog: str = "train.py",
+         version: str | None = None) -> tuple[Config, str | None, Path]:
     """Parse the command line into a validated Config; also return --resume's directory (or None) and the
     YAML file the values came from (the preset, or the resumed run's config.yaml)."""
-    parser = build_parser(prog)
+    parser = build_parser(prog, version)  # version: what --version prints (the package's, given by train.py)
     args = vars(parser.parse_args(argv))
     resume = args.pop("resume", None)
     cfg = Config()

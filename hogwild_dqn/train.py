@@ -4,13 +4,14 @@ Ray cluster (cluster). Bad input is one line on stderr and exit code 2."""
 import sys
 from pathlib import Path
 
+from hogwild_dqn import __version__
 from hogwild_dqn.config import ConfigError, load, start_line
 
 
 def main(argv: list[str] | None = None) -> int:
     prog = Path(sys.argv[0]).name or "train.py"  # train.py, or hogwild-train when installed
     try:
-        cfg, resume, source = load(argv, prog)
+        cfg, resume, source = load(argv, prog, __version__)
         # heavy imports only once the command line is good; Ray only for a cluster run
         from hogwild_dqn.envs import protocol
 
