@@ -18,5 +18,5 @@ $PY -m hogwild_dqn.tools.curves --x frames --title "Breakout, A3C, seed 1, FIRE 
 for axis in frames wall_seconds; do
   $PY -m hogwild_dqn.tools.curves --x $axis --by seed --line 18 --out docs/pong_confirmed_${axis%_seconds}.png \
     --title "Pong, A3C, confirmed stops (d596905; 30-game confirmations at the stop)" \
-    docs/pong_confirmed_evals.csv="seed"
+    docs/pong_confirmed_evals.csv="A3C,"
 done
