@@ -19,6 +19,7 @@ from hogwild_dqn.checkpoint import atomic_save
 from hogwild_dqn.config import Config
 from hogwild_dqn.envs import make_env, render_problem
 from hogwild_dqn.policy import EVAL_SEED_OFFSET, Policy, play_episode
+from hogwild_dqn.rundir import is_periodic
 
 
 def next_point(frames: int, every: int) -> int:
@@ -76,8 +77,7 @@ def best_episode_gif(policy: Policy, cfg: Config, frames: int) -> bytes | None:
 
 def needs_confirmation(result: dict, stop_return: float | None) -> bool:
     """A periodic evaluation (a few games) that reached --stop-return: its weights play a confirmation."""
-    return (stop_return is not None and not result.get("final") and not result.get("confirmation")
-            and result["mean_return"] >= stop_return)
+    return stop_return is not None and is_periodic(result) and result["mean_return"] >= stop_return
 
 
 def confirmation(games: dict, stop_return: float) -> dict:
@@ -103,7 +103,7 @@ class Recorder:
         self.run_dir, self.writer, self.best = Path(run_dir), writer, best
 
     def is_new_best(self, result: dict) -> bool:
-        return not result.get("final") and not result.get("confirmation") and result["mean_return"] > self.best
+        return is_periodic(result) and result["mean_return"] > self.best
 
     def record(self, result: dict, frames: int, state: Callable[[float], dict], gif: bytes | None = None) -> None:
         """Log `result` (an evaluation at global `frames`); at a new best save best.pt from `state(best)` (the

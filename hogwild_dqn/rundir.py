@@ -122,10 +122,16 @@ def result_line(summary: dict) -> str:
     return f"{final_line(summary['final_eval'])}, best periodic eval {'none' if best is None else format(best, 'g')}"
 
 
+def is_periodic(e: dict) -> bool:
+    """A periodic evaluation (--eval-episodes games, a curve point): neither a final evaluation nor the
+    confirmation of a --stop-return."""
+    return not e.get("final") and not e.get("confirmation")
+
+
 def best_periodic(best: float, evals: list[dict]) -> float:
     """The best periodic evaluation (--eval-episodes games each; best.pt holds its weights): a point of the
     curve, not the run's score. `best`: earlier sessions' best."""
-    return max([best] + [e["mean_return"] for e in evals if not e.get("final") and not e.get("confirmation")])
+    return max([best] + [e["mean_return"] for e in evals if is_periodic(e)])
 
 
 def confirmed(evals: list[dict]) -> dict | None:

@@ -40,7 +40,7 @@ from pathlib import Path
 from hogwild_dqn import __version__
 from hogwild_dqn.config import ConfigError, Parser
 from hogwild_dqn.envs import resolve
-from hogwild_dqn.rundir import UNSCORED_EXIT
+from hogwild_dqn.rundir import UNSCORED_EXIT, is_periodic
 from hogwild_dqn.tools import TRAIN, resume_or_start
 from hogwild_dqn.tools.report import ended, fmt
 
@@ -246,7 +246,7 @@ def read_scores(args: argparse.Namespace, algo: str | None = None) -> list[Score
                                 final.get("mean_return"), final.get("std_return"), final.get("episodes", 0),
                                 s.get("best_eval_return"), args.reference.get(game),
                                 [(e["frames"], e["mean_return"]) for e in s.get("evals", [])
-                                 if not e["final"] and not e.get("confirmation")],
+                                 if is_periodic(e)],
                                 s.get("recovered_from"), s.get("protocol")))
     return scores
 

@@ -20,6 +20,7 @@ import matplotlib
 import yaml
 
 from hogwild_dqn.config import variant
+from hogwild_dqn.rundir import is_periodic
 
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
@@ -209,8 +210,7 @@ def write_report(logdir: Path, score: float | None) -> Path:
               "| confirmed --stop-return (frames, minutes) | frames | wall minutes | frames/s | env |",
               "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in runs:
-        best = max((e["mean_return"] for e in r.evals if not e.get("final") and not e.get("confirmation")),
-                   default=None)
+        best = max((e["mean_return"] for e in r.evals if is_periodic(e)), default=None)
         confirmed = (f"{r.confirmed['frames']:,}, {r.confirmed['wall_seconds'] / 60:.1f}" if r.confirmed else "—")
         final = (f"{r.final['mean_return']:.1f} ± {r.final['std_return']:.1f} ({r.final['episodes']})"
                  if r.final else "—")
