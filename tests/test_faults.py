@@ -152,7 +152,7 @@ def test_a_signal_during_the_final_evaluation_cuts_it_and_the_run_is_saved(tmp_p
     assert torch.load(run / "checkpoint.pt", weights_only=True)["frames"] == cut["frames"] >= 6000
 
     done = run_train("--resume", run, "--final-eval-episodes", 5)
-    assert done.returncode == 0, done.stderr[-2000:]
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
     summary = read_summary(run)
     assert summary["status"] == "finished" and summary["final_eval"]["episodes"] == 5
     assert summary["frames"] == cut["frames"]  # nothing more to train: the resumed session only evaluates
@@ -174,8 +174,8 @@ def test_a_final_evaluation_cut_by_its_time_cap_leaves_the_run_unscored_not_done
     assert cut["status"] == "unscored: finished, but the final evaluation was cut; --resume plays it"
     assert cut["final_eval"] is None and not ended(cut["status"], cut["final_eval"]) and not done(cut)
     assert proc.stdout.strip().splitlines()[-1].startswith("unscored: finished")
-    done = run_train("--resume", run, "--final-eval-episodes", 5, "--final-eval-seconds", 600)
-    assert done.returncode == 0, done.stderr[-2000:]
+    resumed = run_train("--resume", run, "--final-eval-episodes", 5, "--final-eval-seconds", 600)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
     summary = read_summary(run)
     assert summary["status"] == "finished" and summary["final_eval"]["episodes"] == 5
     assert ended(summary["status"], summary["final_eval"]) and done(summary)
