@@ -87,7 +87,15 @@ class Config:
     policy_std_init: float = _f(0.0, "continuous actions: the Gaussian's standard deviation is one learned "
                                      "parameter per action component, the same in every state, starting at this "
                                      "(SB3's and PPO's Gaussian); 0: the head's output (the paper's)")
-    value_coef: float = _f(0.5, "A3C value-loss weight")
+    value_coef: float = _f(0.5, "A3C and PPO value-loss weight")
+    gae_lambda: float = _f(1.0, "a3c and ppo: lambda of the generalized advantage estimates (1: the n-step "
+                                "advantage, the paper's A3C; 0.95: PPO's)")
+    # ppo (the rollout: --t-max steps of each of the worker's --envs-per-worker games)
+    ppo_epochs: int = _f(4, "ppo: passes over each rollout")
+    ppo_minibatches: int = _f(4, "ppo: minibatches per pass, each one gradient step into the shared model")
+    ppo_clip: float = _f(0.1, "ppo: the probability ratio's clip range (1 - clip, 1 + clip); also the value's "
+                              "with --value-clip")
+    value_clip: bool = _f(True, "ppo: clip the value's change from the behaviour weights' (PPO2's value loss)")
     # value-based methods
     target_update: int = _f(40_000, "global frames between target-network copies")
     eps_start: float = _f(1.0, "initial exploration epsilon")
@@ -192,6 +200,11 @@ class Config:
         for name in ("lr", "rms_alpha", "rms_eps", "adam_eps", "gamma", "reward_scale", "sync_seconds",
                      "lstm_norm_eps"):
             positive(name, integer=False)
+        positive("ppo_epochs", integer=True)
+        positive("ppo_minibatches", integer=True)
+        positive("ppo_clip", integer=False)
+        if isinstance(self.gae_lambda, bool) or not 0 <= self.gae_lambda <= 1:
+            raise ConfigError(f"--gae-lambda must lie in [0, 1], got {self.gae_lambda!r}")
         if not 0 < self.gamma <= 1 or not 0 < self.rms_alpha < 1:
             raise ConfigError("--gamma must be in (0, 1] and --rms-alpha in (0, 1)")
         if isinstance(self.sticky_actions, bool) or not 0 <= self.sticky_actions < 1:
@@ -213,6 +226,9 @@ class Config:
             raise ConfigError(f"--batch-size {self.batch_size} is larger than --replay-size {self.replay_size}")
         if ALGORITHMS[self.algo].replay and self.envs_per_worker != 1:
             raise ConfigError(f"--algo {self.algo} plays one game per worker; --envs-per-worker must be 1")
+        if self.algo == "ppo" and self.ppo_minibatches > self.t_max * self.envs_per_worker:
+            raise ConfigError(f"--ppo-minibatches {self.ppo_minibatches} is more than a rollout's "
+                              f"{self.t_max * self.envs_per_worker} steps (--t-max x --envs-per-worker)")
         if self.policy_std_max and self.policy_std_init:
             raise ConfigError("--policy-std-max bounds the head's state-dependent deviation, --policy-std-init "
                               "learns one that is not; choose one")
@@ -303,11 +319,12 @@ VECTOR_PRESETS = {"Pendulum-v1": "pendulum.yaml"}  # gymnasium ids with a preset
 
 
 def default_preset(game: str, algo: str, net: str = "ff") -> Path:
-    """ALE games (Pong, ALE/Pong-v5) use configs/atari.yaml (configs/atari_lstm.yaml with --net lstm,
-    configs/dqn_atari.yaml for a replay method);
-    MuJoCo tasks configs/mujoco.yaml, the ids of VECTOR_PRESETS theirs, other gymnasium ids (CartPole-v1, ...)
-    configs/cartpole.yaml. Decided from the name and gymnasium's registry alone (no env is built), so that a
-    bad --game is reported by envs.resolve."""
+    """The preset of a game's kind: ALE games (Pong, ALE/Pong-v5) configs/atari.yaml (atari_lstm.yaml with
+    --net lstm), MuJoCo tasks configs/mujoco.yaml, the ids of VECTOR_PRESETS theirs, other gymnasium ids
+    (CartPole-v1, ...) configs/cartpole.yaml; an algorithm with presets of its own (its ALGORITHMS row: dqn,
+    ppo) uses configs/<its>_<kind>.yaml where there is one. Decided from the name and gymnasium's registry alone
+    (no env is built), so that a bad --game is reported by envs.resolve."""
+    own = ALGORITHMS[algo].presets if ALGORITHMS.get(algo) else ""
     if "-v" in game and not game.startswith("ALE/"):
         if game in VECTOR_PRESETS:
             return CONFIG_DIR / VECTOR_PRESETS[game]
@@ -318,10 +335,12 @@ def default_preset(game: str, algo: str, net: str = "ff") -> Path:
         # every MuJoCo task acts in a Box: said before the preset's a3c values meet a discrete --algo
         if mujoco and ALGORITHMS.get(algo) and (why := unable(game, algo, "Box")):
             raise ConfigError(why)
-        return CONFIG_DIR / ("mujoco.yaml" if mujoco else "cartpole.yaml")
-    if ALGORITHMS.get(algo) and ALGORITHMS[algo].replay:
-        return CONFIG_DIR / "dqn_atari.yaml"
-    return CONFIG_DIR / ("atari_lstm.yaml" if net == "lstm" else "atari.yaml")
+        kind = "mujoco" if mujoco else "cartpole"
+    else:
+        kind = "atari_lstm" if net == "lstm" else "atari"
+    if own and (CONFIG_DIR / f"{own}_{kind}.yaml").is_file():
+        return CONFIG_DIR / f"{own}_{kind}.yaml"
+    return CONFIG_DIR / f"{kind}.yaml"
 
 
 class Parser(argparse.ArgumentParser):
@@ -335,7 +354,8 @@ def build_parser(prog: str = "train.py", version: str | None = None) -> argparse
     p = Parser(prog=prog, description="Hogwild asynchronous deep RL (Mnih et al. 2016).",
                                 argument_default=argparse.SUPPRESS)
     p.add_argument("--config", help="YAML preset (default: configs/atari.yaml for ALE games (atari_lstm.yaml with "
-                                    "--net lstm, dqn_atari.yaml with --algo dqn), configs/mujoco.yaml "
+                                    "--net lstm, dqn_atari.yaml with --algo dqn, ppo_atari.yaml with --algo ppo), "
+                                    "configs/mujoco.yaml "
                                     "for MuJoCo tasks, configs/pendulum.yaml for Pendulum-v1, "
                                     "configs/cartpole.yaml for other gymnasium ids)")
     p.add_argument("--resume", metavar="DIR", help="continue the run in DIR from its checkpoint.pt")

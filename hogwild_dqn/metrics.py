@@ -31,6 +31,9 @@ BEST_EPISODE = "eval/best_episode"
 TORSO_VARIATION = "charts/torso_variation_ratio"  # near 0: the torso's features no longer follow the screen
 TORSO_SIZE = "charts/torso_size"  # the ratio's denominator: does it fall because a constant grows?
 LSTM_CELL = "charts/lstm_cell_abs"  # the cells' mean |c|; tanh(c) saturates from about 3
+# PPO: updates pushed by all workers between a rollout's acting weights and a minibatch's push (the ratio's lag)
+POLICY_LAG = "charts/policy_lag"
+PHASE_SECONDS = "perf/{phase}_seconds"  # PPO: one rollout's seconds in the env, in acting, in its epochs
 
 
 def feature_spread(features) -> tuple[float, float]:

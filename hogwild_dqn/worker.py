@@ -16,17 +16,16 @@ from hogwild_dqn.actor_learner import ActorLearner
 from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.algorithms.returns import Segment
 from hogwild_dqn.networks import is_recurrent, network_for, obs_norm
-from hogwild_dqn.replay_worker import run_replay_worker
 from hogwild_dqn.rundir import Run
 from hogwild_dqn.shared import SharedState, run_child, sync_local
 
 
 def worker_process(rank: int, restart: int, run: Run, shared: SharedState, report) -> None:
     """Process entry point (spawn); failures go up `report`, a pipe to the runner. `restart`: the run's
-    restarts so far when this process started (0 at first; it picks the worker's random streams). A replay
-    method has a loop body of its own (replay_worker.py)."""
-    loop = run_replay_worker if ALGORITHMS[run.cfg.algo].replay else run_worker
-    run_child(f"worker{rank}", report, loop, rank, restart, run, shared)
+    restarts so far when this process started (0 at first; it picks the worker's random streams). The
+    algorithm's ALGORITHMS row names its loop (this module's run_worker unless it has its own: DQN's in
+    replay_worker.py, PPO's in ppo_worker.py)."""
+    run_child(f"worker{rank}", report, ALGORITHMS[run.cfg.algo].loop, rank, restart, run, shared)
 
 
 class GameStates:
@@ -108,7 +107,7 @@ class OnPolicy:
         self.w, cfg, spec = worker, worker.cfg, worker.run.spec
         self.algo = algo = ALGORITHMS[cfg.algo]
         self.loss_fn = functools.partial(algo.loss, gamma=cfg.gamma, entropy_beta=cfg.entropy_beta,
-                                         value_coef=cfg.value_coef)
+                                         value_coef=cfg.value_coef, gae_lambda=cfg.gae_lambda)
         self.local = network_for(cfg, spec)
         self.states = GameStates(self.local, cfg.envs_per_worker) if is_recurrent(self.local) else None
         self.params = list(self.local.parameters())

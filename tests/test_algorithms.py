@@ -136,3 +136,93 @@ def test_every_algorithm_row_names_a_loss_and_config_stays_torch_free():
         assert callable(algo.loss) and algo.loss.__name__ == f"{name}_loss"
     code = "import sys, hogwild_dqn.config; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=False).returncode == 0
+
+
+@pytest.mark.parametrize("terminated, truncated, expected", [
+    # r = [1, 0, 2], V(s_t) = [1, 2, 3], V(s_{t+1}) = [2, 3, 4], gamma 0.5, lambda 0.5: delta = [1, -0.5, 1]
+    ((F, F, F), (F, F, F), (0.9375, -0.25, 1.0)),  # A1 = -.5 + .25 * 1, A0 = 1 + .25 * A1
+    ((F, T_, F), (F, F, F), (0.5, -2.0, 1.0)),     # terminal at s_2: delta1 = 0 - 2, nothing crosses it
+    ((F, F, F), (F, T_, F), (0.875, -0.5, 1.0)),   # truncated at s_2: delta1 bootstraps V(s_2) = 3, the sum stops
+])
+def test_gae_by_hand(terminated, truncated, expected):
+    from hogwild_dqn.algorithms.returns import gae
+
+    out = gae(f(1, 0, 2), f(1, 2, 3), f(2, 3, 4), b(*terminated), b(*truncated), 0.5, 0.5)
+    assert out.tolist() == pytest.approx(expected)
+
+
+def test_gae_at_lambda_one_is_the_n_step_advantage_and_at_zero_the_td_error():
+    from hogwild_dqn.algorithms.returns import gae
+
+    g = torch.Generator().manual_seed(0)
+    rewards, values, next_values = (torch.randn(4, 7, generator=g) for _ in range(3))
+    terminated, truncated = torch.rand(4, 7, generator=g) < 0.2, torch.rand(4, 7, generator=g) < 0.2
+    # V(s_{t+1}) is the next row's V(s_t) but after an end (a truncation's is its own last observation's)
+    next_values[:, :-1] = torch.where(truncated[:, :-1] | terminated[:, :-1], next_values[:, :-1], values[:, 1:])
+    n_step = n_step_returns(rewards, terminated, truncated, next_values, 0.9) - values
+    assert torch.allclose(gae(rewards, values, next_values, terminated, truncated, 0.9, 1.0), n_step, atol=1e-5)
+    td = rewards + 0.9 * next_values * ~terminated - values
+    assert torch.allclose(gae(rewards, values, next_values, terminated, truncated, 0.9, 0.0), td)
+
+
+def test_a3c_with_gae_lambda_one_is_the_papers_a3c_and_below_one_learns_the_lambda_return():
+    g = torch.Generator().manual_seed(1)
+    logits = torch.randn(2, 4, 3, generator=g, requires_grad=True)
+    values = torch.randn(2, 4, generator=g, requires_grad=True)
+    s = Segment(torch.tensor([[0, 1, 2], [2, 2, 0]]), torch.randn(2, 3, generator=g), b(F, T_, F).repeat(2, 1),
+                b(F, F, T_).repeat(2, 1), None)
+    hp = {"gamma": 0.9, "entropy_beta": 0.01, "value_coef": 0.5}
+    paper, _ = a3c_loss((logits, values), None, s, **hp)
+    assert torch.equal(a3c_loss((logits, values), None, s, gae_lambda=1.0, **hp)[0], paper)
+    lam, _ = a3c_loss((logits, values), None, s, gae_lambda=0.0, **hp)
+    # lambda 0: the advantage is the one-step TD error r + gamma V(s') - V(s); V's target r + gamma V(s')
+    v = values.detach()
+    td = s.rewards + 0.9 * v[:, 1:] * ~s.terminated - v[:, :3]
+    chosen, entropy = log_prob_entropy(logits[:, :3], s.actions)
+    expected = (-(chosen * td).sum() + 0.5 * (td ** 2).sum() - 0.01 * entropy.sum()) / 2
+    assert lam.item() == pytest.approx(expected.item(), rel=1e-5)
+
+
+def _ppo_minibatch():
+    from hogwild_dqn.algorithms.ppo import Minibatch
+
+    # pi(a|s) = 0.5 for both rows (uniform logits); pi_old 1/3 and 1: ratios 1.5 and 0.5
+    old = f(math.log(0.5 / 1.5), 0.0)
+    return Minibatch(torch.tensor([0, 1]), old, values=f(0, 2), advantages=f(3, -1), returns=f(3, 1))
+
+
+@pytest.mark.parametrize("clip_value, value_error", [(True, (7.84 + 1) / 2), (False, (4 + 1) / 2)])
+def test_ppo_loss_by_hand(clip_value, value_error):
+    from hogwild_dqn.algorithms.ppo import ppo_loss
+
+    logits = torch.zeros(2, 2, requires_grad=True)
+    values = torch.tensor([1.0, 2.0], requires_grad=True)
+    loss, info = ppo_loss((logits, values), _ppo_minibatch(), clip=0.2, value_coef=0.5, entropy_beta=0.01,
+                          clip_value=clip_value)
+    # advantages [3, -1] standardized over the minibatch: [1, -1]. Row 0: min(1.5, 1.2) * 1 -> -1.2; row 1:
+    # min(0.5 * -1, 0.8 * -1) -> +0.8; the mean -0.2. V: row 0 (1 - 3)^2 = 4, clipped to V_old + 0.2:
+    # (0.2 - 3)^2 = 7.84 (the larger); row 1 (2 - 1)^2 = 1 either way. Entropy log 2 per row.
+    assert info["losses/policy_loss"].item() == pytest.approx(-0.2)
+    assert info["losses/value_loss"].item() == pytest.approx(0.5 * 0.5 * value_error)
+    assert loss.item() == pytest.approx(-0.2 + 0.25 * value_error - 0.01 * math.log(2))
+    assert info["losses/clip_fraction"].item() == 1.0  # both ratios outside [0.8, 1.2]
+    kl = ((0.5 - math.log(1.5)) + (-0.5 - math.log(0.5))) / 2
+    assert info["losses/approx_kl"].item() == pytest.approx(kl)
+    loss.backward()
+    # both rows are clipped: the surrogate gives the policy no gradient, only the entropy bonus does (zero at
+    # uniform logits); V gets none from a row whose clipped error is the larger
+    assert logits.grad.abs().max().item() == pytest.approx(0.0, abs=1e-7)
+    assert values.grad.tolist() == pytest.approx([0.0 if clip_value else 0.25 * (1 - 3), 0.25 * (2 - 1)])
+
+
+def test_ppo_loss_inside_the_clip_is_the_policy_gradient():
+    from hogwild_dqn.algorithms.ppo import Minibatch, ppo_loss
+
+    logits = torch.zeros(2, 2, requires_grad=True)
+    batch = Minibatch(torch.tensor([0, 1]), f(math.log(0.5), math.log(0.5)), f(0, 0), f(1, -1), f(0, 0))
+    loss, info = ppo_loss((logits, torch.zeros(2)), batch, clip=0.2, value_coef=0.0, entropy_beta=0.0,
+                          clip_value=False)
+    loss.backward()
+    # ratio 1: d(-A r)/d logits = -A * (onehot - pi) / 2 rows: row 0 [-0.25, 0.25], row 1 (A = -1, a = 1) the same
+    assert logits.grad.flatten().tolist() == pytest.approx([-0.25, 0.25, -0.25, 0.25])
+    assert info["losses/clip_fraction"].item() == 0.0 and info["losses/approx_kl"].item() == pytest.approx(0.0)

@@ -1,8 +1,10 @@
 """Bad input: one line on stderr naming the value, exit code 2, no traceback, nothing created."""
 
+import re
+
 import pytest
 
-from hogwild_dqn.config import CONFIG_DIR, first_line, load
+from hogwild_dqn.config import CONFIG_DIR, ConfigError, first_line, load
 from tests.conftest import run_train
 
 BAD = [
@@ -29,7 +31,7 @@ BAD = [
     (["--algo", "nq", "--net", "lstm"], "--net lstm needs a3c; --algo nq trains ff networks only"),
     (["--algo", "dqn", "--net", "lstm"], "--net lstm needs a3c; --algo dqn trains ff networks only"),
     (["--algo", "q1", "--game", "Pendulum-v1"], "--game 'Pendulum-v1' has continuous (Box) actions; --algo q1 "
-                                                "needs discrete ones (continuous actions: --algo a3c)"),
+                                                "needs discrete ones (continuous actions: --algo a3c or ppo)"),
     (["--algo", "dqn", "--game", "Pendulum-v1", "--envs-per-worker", "1"], "--algo dqn needs discrete ones"),
     (["--game", "Pong", "--obs-normalize"], "--obs-normalize is for vector observations; Atari frames have "
                                             "--obs-standardize"),
@@ -38,7 +40,7 @@ BAD = [
     (["--game", "CartPole-v1", "--obs-normalize", "--cluster", "auto"], "--obs-normalize works on one machine only"),
     # a MuJoCo task with a discrete --algo: the actions are said first, not the a3c preset's values
     (["--game", "Hopper-v5", "--algo", "dqn"], "--game 'Hopper-v5' has continuous (Box) actions; --algo dqn needs "
-                                               "discrete ones (continuous actions: --algo a3c)"),
+                                               "discrete ones (continuous actions: --algo a3c or ppo)"),
     (["--game", "CartPole-v1", "--obs-normalize", "--cluster", "auto"], "; --no-obs-normalize turns it off"),
     (["--game", "Pendulum-v1", "--policy-std-init", "-1"], "--policy-std-init must be a number >= 0, got -1.0"),
     (["--game", "Pendulum-v1", "--policy-std-max", "nan"], "--policy-std-max must be a number >= 0, got nan"),
@@ -145,6 +147,23 @@ def test_dqn_takes_its_own_preset_on_ale_games():
     assert source == CONFIG_DIR / "dqn_atari.yaml"
     assert (cfg.replay_size, cfg.batch_size, cfg.optimizer, cfg.lr) == (100_000, 32, "adam", 1e-4)
     assert load(["--game", "CartPole-v1", "--algo", "dqn"])[2] == CONFIG_DIR / "cartpole.yaml"
+
+
+def test_ppo_takes_its_own_presets_and_checks_its_values():
+    cfg, _, source = load(["--game", "Breakout", "--algo", "ppo"])
+    assert source == CONFIG_DIR / "ppo_atari.yaml"
+    assert (cfg.t_max, cfg.envs_per_worker, cfg.ppo_epochs, cfg.ppo_minibatches, cfg.ppo_clip, cfg.gae_lambda,
+            cfg.optimizer, cfg.lr, cfg.grad_clip) == (128, 8, 4, 4, 0.1, 0.95, "adam", 2.5e-4, 0.5)
+    assert cfg.obs_standardize and cfg.fire_reset  # the Atari preset's env, through `base:`
+    assert load(["--game", "CartPole-v1", "--algo", "ppo"])[2] == CONFIG_DIR / "ppo_cartpole.yaml"
+    assert load(["--game", "Pendulum-v1", "--algo", "ppo"])[2] == CONFIG_DIR / "pendulum.yaml"  # no ppo_ preset
+    assert load(["--game", "Pong"])[0].gae_lambda == 1.0  # A3C's n-step advantage, unless asked
+    for bad, says in ((["--ppo-minibatches", "2000"], "more than a rollout's 1024 steps"),
+                      (["--gae-lambda", "1.5"], "--gae-lambda must lie in [0, 1]"),
+                      (["--ppo-epochs", "0"], "--ppo-epochs must be a positive integer"),
+                      (["--ppo-clip", "0"], "--ppo-clip must be a positive number")):
+        with pytest.raises(ConfigError, match=re.escape(says)):
+            load(["--game", "Breakout", "--algo", "ppo", *bad])
 
 
 def test_an_exception_named_in_an_error_line_is_one_line_even_without_a_message():

@@ -151,7 +151,7 @@ def test_a_signal_during_the_final_evaluation_cuts_it_and_the_run_is_saved(tmp_p
     assert cut["final_eval"] is None
     assert torch.load(run / "checkpoint.pt", weights_only=True)["frames"] == cut["frames"] >= 6000
 
-    done = run_train("--resume", run, "--final-eval-episodes", 5)
+    resumed = run_train("--resume", run, "--final-eval-episodes", 5)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     summary = read_summary(run)
     assert summary["status"] == "finished" and summary["final_eval"]["episodes"] == 5

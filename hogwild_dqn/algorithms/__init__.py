@@ -23,11 +23,24 @@ class Algorithm:
     replay: bool = False           # learns from a replay memory
     networks: tuple = ("ff",)      # --net choices: ff (feed-forward), lstm (carries a recurrent state across steps)
     action_spaces: tuple = ("Discrete",)  # gymnasium action spaces it acts in; Box: a Gaussian policy head
+    loop_path: str = "hogwild_dqn.worker:run_worker"  # "module:function" of its worker's loop (rank, restart, run,
+                                                      # shared); the on-policy segment loop unless it needs its own
+    presets: str = ""              # its own presets configs/<presets>_<kind>.yaml (kind: atari, cartpole, ...)
+                                   # where there is one; else the kind's shared preset
 
     @property
     def loss(self):
-        module, name = self.loss_path.split(":")
-        return getattr(importlib.import_module(module), name)
+        return _load(self.loss_path)
+
+    @property
+    def loop(self):
+        return _load(self.loop_path)
+
+
+def _load(path: str):
+    """The function `module:name`, its module imported on first use."""
+    module, name = path.split(":")
+    return getattr(importlib.import_module(module), name)
 
 
 ALGORITHMS = {
@@ -42,7 +55,11 @@ ALGORITHMS = {
                      action_spaces=("Discrete", "Box")),
     "dqn": Algorithm("hogwild_dqn.algorithms.dqn:dqn_loss", "DQN with a replay memory in each worker (one "
                      "worker: standard DQN; several: asynchronous DQN)", actor_critic=False, target_network=True,
-                     replay=True),
+                     replay=True, loop_path="hogwild_dqn.replay_worker:run_replay_worker", presets="dqn"),
+    "ppo": Algorithm("hogwild_dqn.algorithms.ppo:ppo_loss", "proximal policy optimization, asynchronous: each "
+                     "worker optimizes its own rollouts, every minibatch's gradient into the shared model",
+                     actor_critic=True, target_network=False, action_spaces=("Discrete", "Box"),
+                     loop_path="hogwild_dqn.ppo_worker:run_ppo_worker", presets="ppo"),
 }
 
 

@@ -62,3 +62,23 @@ def masked_mean(x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
     if mask is None:
         return x.mean()
     return (torch.where(mask, x, 0.0).sum(-1) / mask.sum(-1).clamp(min=1)).mean()
+
+
+def gae(rewards: torch.Tensor, values: torch.Tensor, next_values: torch.Tensor, terminated: torch.Tensor,
+        truncated: torch.Tensor, gamma: float, lam: float) -> torch.Tensor:
+    """Generalized advantage estimates (Schulman et al. 2016), computed backwards over the last axis.
+
+    values[t] = V(s_t); next_values[t] = V(s_{t+1}), the state the step led to (at a truncation: the last
+    observation of the cut trajectory). delta_t = r_t + gamma * V(s_{t+1}) [not after a terminal] - V(s_t);
+    A_t = delta_t + gamma * lam * A_{t+1}, the sum cut after the last row and after a terminated or truncated
+    step. lam = 1 gives the n-step advantage of n_step_returns minus V(s_t); lam = 0 the one-step TD error.
+    """
+    T = rewards.shape[-1]
+    delta = rewards + gamma * next_values * (~terminated).to(rewards.dtype) - values
+    goes_on = gamma * lam * (~(terminated | truncated)).to(rewards.dtype)
+    out = torch.empty_like(rewards)
+    last = torch.zeros_like(rewards[..., 0])
+    for t in range(T - 1, -1, -1):
+        last = delta[..., t] + (goes_on[..., t] * last if t < T - 1 else 0.0)
+        out[..., t] = last
+    return out

@@ -97,9 +97,10 @@ FINAL_EPS = "@final-eps"  # a replay method's second point: epsilon at its final
 
 
 def point_config(base: Config, algo: str, envs: int) -> Config:
-    """The config of one point: the base values, or a replay method's own preset learning from the start."""
+    """The config of one point: the base values, or the preset of an algorithm with its own (dqn learning from
+    the start, ppo)."""
     values = {**base.to_dict(), "algo": algo, "envs_per_worker": envs}
-    if ALGORITHMS[algo].replay:
+    if ALGORITHMS[algo].presets:
         preset = read_yaml(default_preset(base.game, algo))
         values.update({**preset, "game": base.game, "algo": algo, "envs_per_worker": envs, "frames": base.frames,
                        "eval_every": base.eval_every, "learning_starts": 0})
@@ -170,13 +171,10 @@ def profile_worker(cfg: Config, frames: int, rows: int = 25) -> str:
     import io
     import pstats
 
-    from hogwild_dqn.replay_worker import run_replay_worker
-    from hogwild_dqn.worker import run_worker
-
     cfg = Config(**{**cfg.to_dict(), "frames": frames})
     spec = env_spec(cfg)
     shared = new_shared_state(cfg, spec, 1)
-    loop = run_replay_worker if ALGORITHMS[cfg.algo].replay else run_worker
+    loop = ALGORITHMS[cfg.algo].loop
     prof = cProfile.Profile()
     with tempfile.TemporaryDirectory() as run_dir:
         t0 = time.perf_counter()

@@ -1,0 +1,129 @@
+"""PPO's loop body, asynchronous: each worker plays a rollout of --t-max steps in each of its games with the
+weights it synced, computes GAE advantages from the values it recorded, then makes --ppo-epochs passes of
+--ppo-minibatches minibatches over it. Before each minibatch the local copy syncs from the shared weights;
+each minibatch's gradient goes through the shared optimizer (the Hogwild contract of shared.py), so the
+workers' updates interleave lock-free, with no central learner. The ratio is always taken against the
+log-probabilities recorded when acting, so the clip also bounds what the other workers' updates moved the
+policy; the lag (updates by all workers since the acting weights) is logged."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+
+from hogwild_dqn import metrics
+from hogwild_dqn.acting import sample
+from hogwild_dqn.actor_learner import ActorLearner
+from hogwild_dqn.algorithms import ALGORITHMS
+from hogwild_dqn.algorithms.a3c import log_prob_entropy
+from hogwild_dqn.algorithms.ppo import Minibatch
+from hogwild_dqn.algorithms.returns import gae
+from hogwild_dqn.networks import network_for, obs_norm
+from hogwild_dqn.rundir import Run
+from hogwild_dqn.shared import STOP, SharedState, sync_local
+
+
+class PPO:
+    """One worker's rollout buffers (one row per game, one column per step) and its loop body."""
+
+    def __init__(self, worker: ActorLearner):
+        self.w, cfg, spec = worker, worker.cfg, worker.run.spec
+        self.loss_fn = ALGORITHMS[cfg.algo].loss
+        self.local = network_for(cfg, spec)
+        self.params = list(self.local.parameters())
+        self.shared_norm = obs_norm(worker.shared.model)  # --obs-normalize: all workers' observations feed it
+        self.synced = self.params + list(self.local.buffers())
+        self.shared_synced = list(worker.shared.model.parameters()) + list(worker.shared.model.buffers())
+        E, T = cfg.envs_per_worker, cfg.t_max
+        obs_dtype = torch.uint8 if spec.is_atari else torch.float32
+        self.obs = torch.zeros((E, T, *spec.obs_shape), dtype=obs_dtype)
+        self.actions = torch.zeros((E, T, spec.n_actions)) if spec.continuous else torch.zeros((E, T), dtype=torch.long)
+        self.log_probs, self.values, self.next_values, self.rewards = (torch.zeros(E, T) for _ in range(4))
+        self.terminated, self.truncated = torch.zeros(E, T, dtype=torch.bool), torch.zeros(E, T, dtype=torch.bool)
+        self.current = torch.zeros((E, *spec.obs_shape), dtype=obs_dtype)  # each game's observation now
+        for k, env in enumerate(worker.envs):
+            self.current[k] = torch.as_tensor(env.reset()[0])  # make_env seeded it
+        self.seconds = {"env": 0.0, "act": 0.0, "learn": 0.0}
+
+    def step(self) -> None:
+        """One rollout, its advantages, its epochs; then the frames are counted and metrics logged."""
+        w = self.w
+        sync_local(self.synced, self.shared_synced)
+        version = int(w.shared.worker_updates.sum())  # the acting weights' place among all workers' updates
+        self.play()
+        if self.shared_norm is not None:  # acted with the statistics as synced; the next rollout has these
+            self.shared_norm.update(self.obs.flatten(0, 1))
+        t0 = time.perf_counter()
+        advantages = gae(self.rewards, self.values, self.next_values, self.terminated, self.truncated,
+                         w.cfg.gamma, w.cfg.gae_lambda)
+        self.learn(advantages, version)
+        self.seconds["learn"] = time.perf_counter() - t0
+        w.count(self.rewards.numel() * w.run.spec.frames_per_step)
+
+    @torch.no_grad()
+    def play(self) -> None:
+        """--t-max steps in every game, with the synced weights: each step's observation, action, its
+        log-probability and value, reward, ends, and V of the state it led to. A game that ends is reset and
+        goes on within the rollout; at a truncation V of its last observation is the bootstrap."""
+        w, spec, T = self.w, self.w.run.spec, self.rewards.shape[1]
+        act_s = env_s = 0.0
+        cuts = []  # (step, game, last observation) of each game a time limit cut
+        for t in range(T):
+            t0 = time.perf_counter()
+            self.obs[:, t] = self.current
+            policy, self.values[:, t] = self.local(self.current)
+            chosen = sample(policy, w.rng)
+            self.actions[:, t] = torch.as_tensor(chosen, dtype=self.actions.dtype)
+            self.log_probs[:, t] = log_prob_entropy(policy, self.actions[:, t])[0]
+            t1 = time.perf_counter()
+            for k, env in enumerate(w.envs):
+                obs, r, term, trunc, info = env.step(chosen[k].copy() if spec.continuous else int(chosen[k]))
+                self.rewards[k, t], self.terminated[k, t], self.truncated[k, t] = float(r), term, trunc
+                w.episode(info)
+                if trunc and not term:
+                    cuts.append((t, k, torch.as_tensor(obs)))
+                if term or trunc:
+                    obs, _ = env.reset()  # a lost life (training): the same game goes on
+                self.current[k] = torch.as_tensor(obs)
+            act_s, env_s = act_s + t1 - t0, env_s + time.perf_counter() - t1
+        t0 = time.perf_counter()
+        self.next_values[:, :-1] = self.values[:, 1:]  # after a terminal it is the next game's, and unused
+        self.next_values[:, -1] = self.local(self.current)[1]
+        if cuts:
+            steps, games, last = zip(*cuts, strict=True)
+            self.next_values[list(games), list(steps)] = self.local(torch.stack(last))[1]
+        self.seconds["act"], self.seconds["env"] = act_s + time.perf_counter() - t0, env_s
+
+    def learn(self, advantages: torch.Tensor, version: int) -> None:
+        """--ppo-epochs passes over the rollout in --ppo-minibatches shuffled minibatches, each: sync, its loss
+        on the local copy, its gradient into the shared model."""
+        w, cfg = self.w, self.w.cfg
+        n = self.rewards.numel()
+        flat = (self.obs.flatten(0, 1), self.actions.flatten(0, 1), self.log_probs.flatten(), self.values.flatten(),
+                advantages.flatten(), (advantages + self.values).flatten())
+        for _ in range(cfg.ppo_epochs):
+            for rows in np.array_split(w.rng.permutation(n), cfg.ppo_minibatches):
+                if w.shared.is_set(STOP):  # the rest of the epochs would delay the run's end by seconds
+                    return
+                rows = torch.from_numpy(rows)
+                obs, actions, log_probs, values, adv, returns = (x[rows] for x in flat)
+                sync_local(self.synced, self.shared_synced)
+                out = self.local(obs)
+                loss, info = self.loss_fn(out, Minibatch(actions, log_probs, values, adv, returns), clip=cfg.ppo_clip,
+                                          value_coef=cfg.value_coef, entropy_beta=cfg.entropy_beta,
+                                          clip_value=cfg.value_clip)
+                info[metrics.POLICY_LAG] = int(w.shared.worker_updates.sum()) - version
+                info["losses/grad_norm"] = w.apply(loss, self.params)
+                w.logged(info, 0.0, self.phases)
+
+    def phases(self) -> dict:
+        """The last rollout's seconds in each phase (perf/)."""
+        return {metrics.PHASE_SECONDS.format(phase=k): v for k, v in self.seconds.items()}
+
+
+def run_ppo_worker(rank: int, restart: int, run: Run, shared: SharedState) -> None:
+    """The PPO worker; runs inline too (tests, debuggers)."""
+    worker = ActorLearner(rank, restart, run, shared, run.cfg.envs_per_worker)
+    worker.loop(PPO(worker).step)
