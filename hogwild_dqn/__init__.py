@@ -9,7 +9,8 @@ Using a trained agent from Python:
     obs, reward, terminated, truncated, info = env.step(policy.act(obs))
 """
 
-__version__ = "0.5.0"
+from hogwild_dqn.version import __version__ as __version__  # one place: version.py
+
 __all__ = ["load_policy", "make_env"]
 
 

@@ -12,6 +12,12 @@ import torch
 
 from hogwild_dqn.config import ConfigError
 from hogwild_dqn.exploration import resumed_lr
+from hogwild_dqn.version import __version__, versions
+from hogwild_dqn.version import commit as code_commit
+
+# The checkpoint format this code writes and reads. 1: the files of 0.5.0 and before, which have no "format" key
+# and load as they are. A change that older code would misread raises it; older code then refuses the file.
+FORMAT = 2
 
 
 def atomic_save(obj, path: Path) -> None:
@@ -46,6 +52,7 @@ def checkpoint_state(model, target, cfg, spec, progress: dict) -> dict:
         "frames": progress["frames"], "best_eval_return": progress["best"], "game": cfg.game, "algo": cfg.algo,
         "obs_shape": list(spec.obs_shape), "n_actions": spec.n_actions,
         "continuous": spec.continuous, "config": cfg.to_dict(),
+        "format": FORMAT, "versions": versions(), "commit": code_commit(),
     }
 
 
@@ -69,6 +76,12 @@ def read_checkpoint(path: Path) -> dict:
             from None
     if not isinstance(ckpt, dict) or "model" not in ckpt or "frames" not in ckpt:
         raise ConfigError(f"checkpoint {path} is not a hogwild_dqn checkpoint")
+    fmt = ckpt.get("format", 1)
+    if not isinstance(fmt, int) or isinstance(fmt, bool) or not 1 <= fmt <= FORMAT:
+        saved = ckpt.get("versions")
+        made = saved.get("hogwild_dqn", "an unknown version") if isinstance(saved, dict) else "an unknown version"
+        raise ConfigError(f"checkpoint {path} has format {fmt!r} (written by hogwild_dqn {made}); this is "
+                          f"hogwild_dqn {__version__}, which reads formats 1-{FORMAT}: upgrade it")
     return ckpt
 
 

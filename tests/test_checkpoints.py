@@ -127,3 +127,42 @@ def test_truncated_checkpoint_is_refused(tmp_path):
     proc = run_train("--resume", run, "--frames", 2000)
     assert proc.returncode == 2 and "truncated or corrupted" in proc.stderr and "Traceback" not in proc.stderr
     assert (run / "checkpoint.pt").read_bytes() == data[: len(data) // 2]
+
+
+def test_a_checkpoint_names_its_format_and_code_and_a_newer_format_is_refused(tmp_path):
+    """checkpoint.pt holds its format number, the package's and libraries' versions and the checkout's commit;
+    a file of a newer or unknown format is one line and exit 2 for --resume and hogwild-play, and stays as it
+    was; a file of format 1 (0.5.0 and before: no such keys) still resumes."""
+    import subprocess
+    import sys
+
+    import hogwild_dqn
+    from hogwild_dqn.checkpoint import FORMAT
+    from tests.conftest import ROOT, run_cmd
+
+    run = tmp_path / "run"
+    assert run_train("--game", "CartPole-v1", "--threads", 1, "--frames", 1000, "--eval-every", 1000,
+                     "--eval-episodes", 1, "--final-eval-episodes", 1, "--run-dir", run).returncode == 0
+    ckpt = torch.load(run / "checkpoint.pt", weights_only=True)
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout
+    assert ckpt["format"] == FORMAT == 2 and ckpt["commit"].split("+")[0] == head.strip()
+    assert ckpt["versions"]["hogwild_dqn"] == hogwild_dqn.__version__
+    assert ckpt["versions"]["torch"].split("+")[0] == torch.__version__.split("+")[0]
+    assert ckpt["versions"]["ale_py"] and ckpt["versions"]["gymnasium"]
+    for fmt in (FORMAT + 1, "2"):
+        newer = tmp_path / f"newer{fmt}"
+        shutil.copytree(run, newer)
+        torch.save({**ckpt, "format": fmt, "versions": {**ckpt["versions"], "hogwild_dqn": "9.0.0"}},
+                   newer / "checkpoint.pt")
+        sha = _sha(newer / "checkpoint.pt")
+        for proc in (run_train("--resume", newer, "--frames", 2000),
+                     run_cmd([sys.executable, "-m", "hogwild_dqn.play", newer, "--episodes", 1], 120)):
+            assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+            assert (f"has format {fmt!r} (written by hogwild_dqn 9.0.0); this is hogwild_dqn "
+                    f"{hogwild_dqn.__version__}, which reads formats 1-2") in proc.stderr
+        assert _sha(newer / "checkpoint.pt") == sha
+    old = {k: v for k, v in ckpt.items() if k not in ("format", "versions", "commit")}
+    torch.save(old, run / "checkpoint.pt")
+    proc = run_train("--resume", run, "--frames", 2000, "--final-eval-episodes", 1)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert torch.load(run / "checkpoint.pt", weights_only=True)["format"] == 2

@@ -37,12 +37,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from hogwild_dqn import __version__
 from hogwild_dqn.config import ConfigError, Parser
 from hogwild_dqn.envs import resolve
 from hogwild_dqn.rundir import UNSCORED_EXIT, is_periodic
 from hogwild_dqn.tools import TRAIN, resume_or_start
 from hogwild_dqn.tools.report import ended, fmt
+from hogwild_dqn.version import __version__
+from hogwild_dqn.version import commit as code_commit
 
 SUITES = {  # name -> (games, frames of each run, SB3 A2C beside it)
     "atari": (("Pong", "Breakout", "SpaceInvaders", "BeamRider", "Qbert", "Seaquest"), 10_000_000, False),
@@ -163,11 +164,7 @@ def train_command(args: argparse.Namespace, game: str, seed: int, run: Path) -> 
 
 def commit() -> str:
     """The code a run is made of: the checkout's commit, marked when files differ from it."""
-    def git(*a: str) -> str:
-        out = subprocess.run(["git", *a], cwd=Path(__file__).parent, capture_output=True, text=True, check=False)
-        return out.stdout.strip() if out.returncode == 0 else ""
-    head = git("rev-parse", "--short", "HEAD") or f"version {__version__}"  # installed, not a checkout
-    return head + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
+    return code_commit() or f"version {__version__}"  # installed, not a checkout
 
 
 def machine() -> str:
