@@ -33,10 +33,11 @@ def points_skipped(evaluated: int, now: int, every: int) -> int:
     return max(0, now // every - evaluated // every - 1)
 
 
-def play_games(policy: Policy, env, episodes: int) -> dict:
-    """Whole evaluation games from the policy's current weights: their raw scores, mean and spread."""
+def play_games(policy: Policy, env, episodes: int, alive=None) -> dict:
+    """Whole evaluation games from the policy's current weights: their raw scores, mean and spread. `alive`:
+    see play_episode."""
     t0 = time.time()
-    returns = [play_episode(policy, env) for _ in range(episodes)]
+    returns = [play_episode(policy, env, alive=alive) for _ in range(episodes)]
     return {"mean_return": float(np.mean(returns)), "std_return": float(np.std(returns)),
             "episodes": len(returns), "returns": returns, "seconds": time.time() - t0}
 

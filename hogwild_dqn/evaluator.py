@@ -23,7 +23,7 @@ from hogwild_dqn.evaluation import (
     points_skipped,
 )
 from hogwild_dqn.networks import network_for
-from hogwild_dqn.policy import EVAL_SEED_OFFSET, Policy
+from hogwild_dqn.policy import EVAL_SEED_OFFSET, Orphaned, Policy
 from hogwild_dqn.rundir import Run, eval_record
 from hogwild_dqn.shared import WORKERS_DONE, NonFinite, SharedState, all_finite, run_child
 
@@ -68,37 +68,45 @@ def run_evaluator(run: Run, shared: SharedState, best: float, evals: list, repor
     # resume takes them from there (checkpoint.resume_point)
     history = [eval_record(e) for e in evals]
     parent = os.getppid()
-    while os.getppid() == parent:  # an orphan (runner killed outright) stops by itself
-        final = shared.is_set(WORKERS_DONE)
-        frames = shared.frames()
-        # at the run's last frames the final evaluation (below, once the workers are done) stands for the point
-        if not final and (frames < next_eval or frames >= cfg.frames):
-            time.sleep(0.2)
-            continue
-        state = snapshot(shared, frames, recorder.best, run)
-        if not all_finite(state["model"].values()):  # never evaluate, let alone save, broken weights
-            raise NonFinite(f"non-finite shared parameters at global frame {frames}")
-        policy.net.load_state_dict(state["model"])
-        result = {"final": final, **play_games(policy, env, cfg.final_eval_episodes if final else cfg.eval_episodes)}
-        point = _report(run, result, frames, device, report, history)
-        gif = best_episode_gif(policy, cfg, frames) if cfg.video_steps and recorder.is_new_best(result) else None
-        recorder.record(result, frames, lambda best, state=state: {**state, "best_eval_return": best}, gif)
-        if needs_confirmation(result, cfg.stop_return):  # the same weights, over as many games as a final one
-            result = confirmation(play_games(policy, env, cfg.final_eval_episodes), cfg.stop_return)
+
+    def alive() -> bool:  # an orphan (runner killed outright) stops by itself, between games and within one
+        return os.getppid() == parent
+
+    try:
+        while alive():
+            final = shared.is_set(WORKERS_DONE)
+            frames = shared.frames()
+            # at the run's last frames the final evaluation (below, once the workers are done) stands for the point
+            if not final and (frames < next_eval or frames >= cfg.frames):
+                time.sleep(0.2)
+                continue
+            state = snapshot(shared, frames, recorder.best, run)
+            if not all_finite(state["model"].values()):  # never evaluate, let alone save, broken weights
+                raise NonFinite(f"non-finite shared parameters at global frame {frames}")
+            policy.net.load_state_dict(state["model"])
+            games = cfg.final_eval_episodes if final else cfg.eval_episodes
+            result = {"final": final, **play_games(policy, env, games, alive)}
             point = _report(run, result, frames, device, report, history)
-            recorder.record(result, frames, lambda best: {})
-            final = result["final"]  # held: these weights are the run's last, and their games its score
-        if not final or result.get("confirmation"):  # else the runner writes the final checkpoint itself
-            atomic_save({**state, "best_eval_return": recorder.best, "evals": history,
-                         "wall_seconds": point["wall_seconds"]}, run.run_dir / "checkpoint.pt")
-        late = points_skipped(frames, shared.frames(), cfg.eval_every)
-        if late and not final:
-            print(f"evaluator: {late} evaluation point(s) skipped: evaluating took longer than --eval-every "
-                  f"{cfg.eval_every} frames of training; the next evaluation takes the newest weights",
-                  file=sys.stderr, flush=True)
-        next_eval = next_point(frames, cfg.eval_every)
-        if final:
-            break
+            gif = best_episode_gif(policy, cfg, frames) if cfg.video_steps and recorder.is_new_best(result) else None
+            recorder.record(result, frames, lambda best, state=state: {**state, "best_eval_return": best}, gif)
+            if needs_confirmation(result, cfg.stop_return):  # the same weights, over as many games as a final one
+                result = confirmation(play_games(policy, env, cfg.final_eval_episodes, alive), cfg.stop_return)
+                point = _report(run, result, frames, device, report, history)
+                recorder.record(result, frames, lambda best: {})
+                final = result["final"]  # held: these weights are the run's last, and their games its score
+            if not final or result.get("confirmation"):  # else the runner writes the final checkpoint itself
+                atomic_save({**state, "best_eval_return": recorder.best, "evals": history,
+                             "wall_seconds": point["wall_seconds"]}, run.run_dir / "checkpoint.pt")
+            late = points_skipped(frames, shared.frames(), cfg.eval_every)
+            if late and not final:
+                print(f"evaluator: {late} evaluation point(s) skipped: evaluating took longer than --eval-every "
+                      f"{cfg.eval_every} frames of training; the next evaluation takes the newest weights",
+                      file=sys.stderr, flush=True)
+            next_eval = next_point(frames, cfg.eval_every)
+            if final:
+                break
+    except Orphaned:
+        pass
     writer.close()
     env.close()
     del policy  # release GPU memory before the process exits

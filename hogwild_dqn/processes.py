@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 
 from tqdm import tqdm
 
 from hogwild_dqn import metrics
-from hogwild_dqn.console import STATUS, Console
+from hogwild_dqn.console import STATUS, Console, Stopped, finishing
 from hogwild_dqn.evaluation import stop_reason
 from hogwild_dqn.evaluator import evaluator_process
 from hogwild_dqn.rundir import Run, best_periodic
@@ -75,8 +76,17 @@ class Processes:
         return Child(self.ctx, "evaluator", evaluator_process, (self.run, self.shared, self.best(), list(self.evals)))
 
     def start(self) -> None:
-        self.workers = [self._worker(r, 0) for r in range(self.run.threads)]
-        self.evaluator = self._evaluator() if self.with_evaluator else None
+        """Start the workers, then the evaluator. A signal meanwhile is held until the child being started has
+        its start-up data (cut half-way, it would die with a traceback), then raised as the console's handler
+        would (KeyboardInterrupt / Stopped); stop() finds every child that was started."""
+        with finishing() as note:
+            for r in range(self.run.threads):
+                if note.signum is None:
+                    self.workers.append(self._worker(r, 0))
+            if note.signum is None and self.with_evaluator:
+                self.evaluator = self._evaluator()
+        if note.signum is not None:
+            raise KeyboardInterrupt if note.signum == signal.SIGINT else Stopped()
 
     def check(self) -> str | None:
         """Collect evaluations; restart dead processes within their budgets; return why the run must stop."""
@@ -168,10 +178,13 @@ class Processes:
 
 
 def watch(procs: Processes, writer) -> tuple[int, str]:
-    """Show progress and log frames/s until the workers finish, an evaluation of this session reaches
-    --stop-return, a process fails, or a signal arrives; return (exit status, reason)."""
+    """Start the processes, then show progress and log frames/s until the workers finish, an evaluation of this
+    session reaches --stop-return, a process fails, or a signal arrives; return (exit status, reason). The
+    console's signal handling is in place before the first child starts, so a signal while they start stops
+    the run as any other does (summary written, children stopped)."""
     cfg, frames0 = procs.cfg, procs.run.prior["frames"]
     with Console(cfg, frames0, f"{cfg.game} {cfg.variant()} x{procs.run.threads}") as console:
+        procs.start()
         console.status = _watch_loop(procs, writer, console)
     procs.drain()
     return console.status

@@ -57,9 +57,8 @@ def run(cfg: Config, resume: str | None = None) -> int:
 
     run = Run(cfg, spec, run_dir, threads, prior)
     procs = Processes(ctx, run, shared)
-    procs.start()
     writer = metrics.make_writer(run_dir, "runner")
-    status, reason = watch(procs, writer)
+    status, reason = watch(procs, writer)  # starts the processes
     with finishing() as note:  # a signal from here on cuts the final evaluation, never the saving
         procs.stop(wait_for_eval=status == 0, note=note)
         if note.signum is not None and status == 0 and final_eval(procs.evals) is None:

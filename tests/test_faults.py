@@ -4,6 +4,7 @@ import hashlib
 import os
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -118,6 +119,43 @@ def test_nan_stops_training_and_keeps_the_last_good_checkpoint(tmp_path):
     assert line.startswith(("worker0: ", "worker1: "))
     assert hashlib.sha256((run / "checkpoint.pt").read_bytes()).hexdigest() == sha
     assert read_summary(run)["status"].startswith(("worker0: non-finite", "worker1: non-finite"))
+
+
+def test_a_sigint_while_the_children_start_still_stops_the_run_with_its_summary(tmp_path):
+    """SIGINT the moment the first of 7 children exists (the rest still starting): before the console's handler
+    was in place before the first start, this was a KeyboardInterrupt traceback with no summary."""
+    run = tmp_path / "run"
+    proc = conftest.start([sys.executable, conftest.ROOT / "train.py", "--no-progress", "--run-dir", run,
+                           "--game", "CartPole-v1", "--threads", 6, "--frames", 10**9, "--eval-every", 10**8])
+    deadline = time.time() + 120
+    while not spawned_children(proc.pid) and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.002)
+    started = spawned_children(proc.pid)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert len(started) < 7, "every child had started before the signal: the test proved nothing"
+    assert proc.returncode == 130 and "Traceback" not in err, err[-2000:]
+    assert read_summary(run)["status"] == "interrupted (SIGINT)"
+    assert not wait_gone(started, 5)
+
+
+def test_an_evaluator_orphaned_during_its_games_stops_within_seconds(tmp_path):
+    """The runner SIGKILLed while the evaluator plays (100,000 CartPole games an evaluation): the workers and the
+    evaluator, which now asks for its parent between steps of a game too, are gone within 5 s."""
+    run = tmp_path / "run"
+    proc = start_train(run, "--game", "CartPole-v1", "--threads", 2, "--frames", 10**9, "--eval-every", 2000,
+                       "--eval-episodes", 100000)
+    children = spawned_children(proc.pid)
+    deadline = time.time() + 120
+    while not list(run.glob("events.out.tfevents.*.evaluator")) and time.time() < deadline:
+        time.sleep(0.3)
+    time.sleep(3)  # the first evaluation (at 2,000 frames) is under way: its 100,000 games last hours
+    assert len(children) == 3 and all(c.is_running() for c in children)
+    proc.kill()
+    proc.wait(timeout=10)
+    t0 = time.time()
+    left = wait_gone(children, 5)
+    assert not left, f"{len(left)} children still running {time.time() - t0:.0f} s after the runner's SIGKILL"
 
 
 def test_a_test_that_times_out_leaves_no_trainer_behind(tmp_path):
