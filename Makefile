@@ -35,7 +35,7 @@ TRAIN_ARGS = $(call opt,--game,$(GAME)) $(call opt,--algo,$(ALGO)) $(call opt,--
              $(call opt,--config,$(CONFIG)) $(call opt,--logdir,$(LOGDIR)) $(call opt,--resume,$(RESUME)) \
              $(call opt,--cluster,$(CLUSTER)) $(ARGS)
 
-.PHONY: check install-dev install install-cluster install-baselines install-mujoco install-benchmark benchmark train test soak sweep report bench play baseline-sb3 evidence figures ablation clean-venv
+.PHONY: check install-dev install install-cluster install-baselines install-mujoco install-benchmark benchmark train test test-slow test-all soak sweep report bench play baseline-sb3 evidence figures ablation clean-venv
 
 install: $(STAMP)
 
@@ -90,8 +90,16 @@ $(DEV_STAMP): requirements-dev.txt $(STAMP)
 train: $(STAMP) $(if $(strip $(CLUSTER)),$(CLUSTER_STAMP))
 	$(VENV)/bin/hogwild-train $(TRAIN_ARGS)
 
-test: $(STAMP) $(DEV_STAMP) $(CLUSTER_STAMP) $(MUJOCO_STAMP) $(BENCHMARK_STAMP) $(BASELINES_STAMP)
-	$(PY) -m pytest -q tests
+# Two tiers (tests/conftest.py SLOW_MODULES): `make test` proves every feature on real processes with tiny
+# budgets; `make test-slow` the learning proofs, the cluster, the benchmark suite and the optional extras' tasks
+# (it installs those extras). .ci/run runs both; `make test-all` too.
+test: $(STAMP) $(DEV_STAMP)
+	$(PY) -m pytest -q -m "not slow" tests
+
+test-slow: $(STAMP) $(DEV_STAMP) $(CLUSTER_STAMP) $(MUJOCO_STAMP) $(BENCHMARK_STAMP) $(BASELINES_STAMP)
+	$(PY) -m pytest -q -m slow tests
+
+test-all: test test-slow
 
 # Fast feedback (under a minute): ruff, and the tests that train nothing (maths, config, envs, shared memory,
 # the worker's pieces inline, the package's layout).

@@ -10,7 +10,19 @@ import psutil
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+# The second tier (`make test-slow`, and .ci/run): the learning proofs, the cluster, the benchmark suite, the
+# optional extras' tasks and the soak, each minutes long. `make test` runs the rest (the features' proofs on real
+# processes with tiny budgets) in about 12 minutes.
+SLOW_MODULES = {"test_learning", "test_lstm", "test_cluster", "test_benchmark", "test_continuous", "test_soak",
+                "test_baselines", "test_ablation"}
 _started: list[subprocess.Popen] = []  # every start_train of the running test
+
+
+def pytest_collection_modifyitems(items) -> None:
+    """Mark the second tier's tests `slow` (pytest -m slow / -m "not slow")."""
+    for item in items:
+        if item.module.__name__.rsplit(".", 1)[-1] in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(autouse=True)
