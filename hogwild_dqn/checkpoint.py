@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from hogwild_dqn.config import ConfigError
+from hogwild_dqn.config import ConfigError, first_line
 from hogwild_dqn.exploration import resumed_lr
 from hogwild_dqn.version import __version__, versions
 from hogwild_dqn.version import commit as code_commit
@@ -20,18 +20,35 @@ from hogwild_dqn.version import commit as code_commit
 FORMAT = 2
 
 
+class WriteFailed(RuntimeError):
+    """A file of the run could not be written (a full disk, a file-size limit, a read-only dir); the message is
+    one line naming the file and the cause, and says that the file as it was is kept."""
+
+
 def atomic_save(obj, path: Path) -> None:
-    """Write to a temporary file in the same dir, fsync, then rename: a kill mid-write keeps the old file."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    """Write to a temporary file in the same dir, fsync, then rename: a kill mid-write, or a write that fails,
+    keeps the old file (a failure raises WriteFailed)."""
+    atomic_write(path, lambda f: torch.save(obj, f))
+
+
+def atomic_write(path: Path, write) -> None:
+    """atomic_save's temporary file, fsync and rename around `write(binary file)`."""
+    path, tmp = Path(path), None
     try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
-            torch.save(obj, f)
+            write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except OSError as e:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        kept = f"{path.name} is left as it was" if path.exists() else f"no {path.name} was written"
+        raise WriteFailed(f"cannot write {path}: {e.strerror or first_line(e)}; {kept}") from None
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
         raise
 
 

@@ -433,5 +433,8 @@ def start_line(cfg: Config, source: Path) -> str:
 
 
 def save(cfg: Config, path: Path) -> None:
-    """Write the resolved config so the run can be reproduced and resumed."""
-    path.write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+    """Write the resolved config so the run can be reproduced and resumed (a full disk: one line)."""
+    try:
+        path.write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+    except OSError as e:
+        raise ConfigError(f"cannot write {path}: {e.strerror or first_line(e)}") from None

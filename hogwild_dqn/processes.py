@@ -13,7 +13,7 @@ from hogwild_dqn.console import STATUS, Console, Stopped, finishing
 from hogwild_dqn.evaluation import stop_reason
 from hogwild_dqn.evaluator import evaluator_process
 from hogwild_dqn.rundir import Run, best_periodic
-from hogwild_dqn.shared import NONFINITE_EXIT, STOP, WORKERS_DONE
+from hogwild_dqn.shared import NONFINITE_EXIT, STOP, WORKERS_DONE, WRITE_EXIT
 from hogwild_dqn.worker import worker_process
 
 JOIN_SECONDS = 8       # stopping workers may take this long before they are terminated (exit within 10 s)
@@ -98,6 +98,8 @@ class Processes:
             if w.proc.exitcode == NONFINITE_EXIT:
                 self.nonfinite = True
                 return why
+            if w.proc.exitcode == WRITE_EXIT:  # the disk stays full for a restarted process too
+                return why
             if self.restarts >= self.cfg.max_restarts:
                 return f"{w.name} died ({why}) and the {self.cfg.max_restarts} restarts allowed are used up"
             self.restarts += 1
@@ -109,6 +111,8 @@ class Processes:
             why = self.why(self.evaluator)
             if self.evaluator.proc.exitcode == NONFINITE_EXIT:
                 self.nonfinite = True
+                return why
+            if self.evaluator.proc.exitcode == WRITE_EXIT:
                 return why
             if self.eval_restarts >= EVAL_RESTARTS:
                 return f"evaluator died {self.eval_restarts + 1} times (last: {why})"

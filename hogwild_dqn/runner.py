@@ -14,7 +14,7 @@ import torch.multiprocessing as mp
 
 from hogwild_dqn import config, metrics
 from hogwild_dqn.algorithms import ALGORITHMS
-from hogwild_dqn.checkpoint import atomic_save, resume_point
+from hogwild_dqn.checkpoint import WriteFailed, atomic_save, atomic_write, resume_point
 from hogwild_dqn.config import Config, ConfigError, first_line
 from hogwild_dqn.console import STATUS, finishing
 from hogwild_dqn.envs import env_spec
@@ -67,15 +67,21 @@ def run(cfg: Config, resume: str | None = None) -> int:
         trained, evals, best = shared.frames(), procs.evals, procs.best()
         kept = confirmed(evals)  # the evaluator wrote the confirmed weights as checkpoint.pt: they are the run's
         frames = kept["frames"] if kept else trained
-        if procs.nonfinite or not all_finite(shared.model.parameters()):
-            # keep the last good checkpoint rather than overwrite it with weights that met NaN/Inf
+        broken = procs.nonfinite or not all_finite(shared.model.parameters())
+        if broken:  # keep the last good checkpoint rather than overwrite it with weights that met NaN/Inf
             status, reason = 1, reason if procs.nonfinite else "non-finite shared parameters at the end of the run"
             print(f"{run_dir / 'checkpoint.pt'} left as it was: the run met NaN/Inf", file=sys.stderr)
-        elif not kept:
-            atomic_save(snapshot(shared, frames, best, run), run_dir / "checkpoint.pt")
         summary = make_summary(run, reason, frames, evals, trained)
         final = summary["final_eval"]
-        (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+        try:  # a full disk: one line, and the files as they were (atomic writes)
+            if not kept and not broken:
+                atomic_save(snapshot(shared, frames, best, run), run_dir / "checkpoint.pt")
+            atomic_write(run_dir / "summary.json", lambda f: f.write(json.dumps(summary, indent=2).encode()))
+        except WriteFailed as e:
+            print(f"train.py: error: {e}", file=sys.stderr)
+            writer.close()
+            stop_resource_tracker()
+            return 1
     writer.add_scalar(metrics.FPS, summary["frames_per_second"], frames)
     metrics.write_hparams(writer, {"game": cfg.game, "algo": cfg.algo, "threads": threads, "seed": cfg.seed,
                                    "lr": cfg.lr, "optimizer": cfg.optimizer, "frames": cfg.frames},

@@ -43,10 +43,13 @@ import torch
 from torch import nn
 
 from hogwild_dqn.algorithms import ALGORITHMS
+from hogwild_dqn.checkpoint import WriteFailed
 from hogwild_dqn.config import Config
 from hogwild_dqn.networks import network_for
 
 NONFINITE_EXIT = 3  # exit status of a process that met NaN/Inf
+WRITE_EXIT = 5  # exit status of a process that could not write a file of the run (a full disk): restarting it
+                # would not help
 
 
 class NonFinite(RuntimeError):
@@ -65,6 +68,9 @@ def run_child(name: str, report, fn, *args) -> None:
     except NonFinite as e:
         report.send(("error", f"{name}: {e}"))
         raise SystemExit(NONFINITE_EXIT) from None
+    except WriteFailed as e:
+        report.send(("error", f"{name}: {e}"))
+        raise SystemExit(WRITE_EXIT) from None
     except BaseException:
         report.send(("error", traceback.format_exc()))
         raise SystemExit(1) from None

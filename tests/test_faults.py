@@ -76,6 +76,10 @@ def test_killed_evaluator_is_restarted_while_training_goes_on(tmp_path):
     assert s["frames"] >= 20000 and s["evals"][-1]["frames"] == s["frames"]
 
 
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 def _listing(path: Path) -> set[str]:
     return set(os.listdir(path))
 
@@ -217,3 +221,27 @@ def test_a_final_evaluation_cut_by_its_time_cap_leaves_the_run_unscored_not_done
     summary = read_summary(run)
     assert summary["status"] == "finished" and summary["final_eval"]["episodes"] == 5
     assert ended(summary["status"], summary["final_eval"]) and done(summary)
+
+
+def test_a_full_disk_is_one_line_and_the_last_good_checkpoint_is_kept(tmp_path):
+    """A resumed session whose files cannot grow past half the checkpoint's size (RLIMIT_FSIZE: the kernel
+    refuses the write with EFBIG, as a full disk refuses with ENOSPC): the run stops with exit 1, one line per
+    file it could not write (no traceback, no restart of the evaluator), and the checkpoint as it was."""
+    import resource
+
+    run = tmp_path / "run"
+    first = run_train("--game", "CartPole-v1", "--threads", 1, "--frames", 2000, "--eval-every", 1000, "--hidden", 256,
+                      "--eval-episodes", 1, "--final-eval-episodes", 1, "--run-dir", run)
+    assert first.returncode == 0, first.stderr[-2000:]
+    ckpt, summary = run / "checkpoint.pt", (run / "summary.json").read_text()
+    sha, limit = _sha(ckpt), ckpt.stat().st_size // 2
+
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    proc = run_train("--resume", run, "--frames", 8000, preexec_fn=small_files)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert f"train.py: error: cannot write {ckpt}: File too large; checkpoint.pt is left as it was" in proc.stderr
+    assert "restart" not in proc.stderr  # a full disk stays full: the evaluator is not restarted into it
+    assert _sha(ckpt) == sha and (run / "summary.json").read_text() == summary and not list(run.glob(".*.tmp"))
+    assert run_train("--resume", run, "--frames", 4000, "--final-eval-episodes", 1).returncode == 0  # room again
