@@ -55,10 +55,11 @@ def atomic_write(path: Path, write) -> None:
 def checkpoint_state(model, target, cfg, spec, progress: dict) -> dict:
     """The one checkpoint format (single machine and cluster): copies, never live views, of the networks, and
     what a resume needs. `progress`: frames and best (the best evaluation mean), and where there are such
-    things optimizer (its state dict), target_epoch, worker_eps and worker_seed (tensors), lr_start (where
-    this session's learning-rate line starts: frames, rate). A cluster
-    checkpoint has no optimizer state and no per-worker exploration state."""
+    things optimizer (its state dict), target_epoch, worker_eps, worker_seed and worker_frames (tensors: each
+    worker's frames, their sum the global frames), lr_start (where this session's learning-rate line starts:
+    frames, rate). A cluster checkpoint has no optimizer state and no per-worker exploration state or frames."""
     worker_eps, worker_seed = progress.get("worker_eps"), progress.get("worker_seed")
+    worker_frames = progress.get("worker_frames")
     return {
         "model": {k: v.detach().clone() for k, v in model.state_dict().items()},
         "target": None if target is None else {k: v.detach().clone() for k, v in target.state_dict().items()},
@@ -66,6 +67,7 @@ def checkpoint_state(model, target, cfg, spec, progress: dict) -> dict:
         "worker_eps": torch.zeros(0) if worker_eps is None else worker_eps.clone(),
         "worker_seed": torch.zeros(0, dtype=torch.int64) if worker_seed is None else worker_seed.clone(),
         "lr_start": progress.get("lr_start"),
+        "worker_frames": torch.zeros(0, dtype=torch.int64) if worker_frames is None else worker_frames.clone(),
         "frames": progress["frames"], "best_eval_return": progress["best"], "game": cfg.game, "algo": cfg.algo,
         "obs_shape": list(spec.obs_shape), "n_actions": spec.n_actions,
         "continuous": spec.continuous, "config": cfg.to_dict(),

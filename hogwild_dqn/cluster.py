@@ -36,7 +36,7 @@ from hogwild_dqn.config import Config, ConfigError, first_line
 from hogwild_dqn.console import STATUS, Console, finishing
 from hogwild_dqn.envs import env_spec
 from hogwild_dqn.evaluation import needs_confirmation, next_point, points_skipped, stop_reason
-from hogwild_dqn.rundir import cut_reason, prepare_run_dir, result_line, scored
+from hogwild_dqn.rundir import cut_reason, no_prior, prepare_run_dir, result_line, scored
 
 REJOIN_SCAN_SECONDS = 2  # how often the driver looks for machines that joined or came back
 NO_MACHINE_SECONDS = 120  # with no machine left this long, the run stops
@@ -84,7 +84,7 @@ def _connect(address: str):
 def _start_values(cfg: Config, run_dir: Path, resume: str | None) -> dict:
     if resume is None:
         return {"model": None, "target": None, "frames": 0, "target_epoch": 0, "evals": [], "best": -math.inf,
-                "wall_seconds": 0.0}
+                "wall_seconds": 0.0, "lr_start": None}
     ckpt, prior = resume_point(run_dir, cfg)
     return {**prior, "model": ckpt["model"], "target": ckpt.get("target"),
             "target_epoch": int(ckpt.get("target_epoch", 0))}
@@ -129,6 +129,9 @@ class Driver:
         self.pools, self.failures, self.names = {}, {}, {}  # node id -> (actor, run ref) / failures / name
         self.pools_started = []
         self.frames, self.next_eval = start["frames"], next_point(start["frames"], cfg.eval_every)
+        # what every pool's workers start from: the session's frames (their random streams are keyed by them, so a
+        # resumed run replays none of its first part's) and the learning-rate line the run had reached
+        self.prior = {**no_prior(), "frames": start["frames"], "lr_start": start["lr_start"]}
         self.pending_eval = None  # (result ref, weights ref, frames)
         self.holder_gone, self.solved = False, False
 
@@ -150,7 +153,7 @@ class Driver:
             self.pools_started.append(nid)
             actor = self.ray.remote(NodePool).options(
                 num_cpus=threads, scheduling_strategy=NodeAffinitySchedulingStrategy(nid, soft=False)).remote(
-                seeded, self.spec, name, threads, self.holder)
+                seeded, self.spec, name, threads, self.holder, self.prior)
             self.pools[nid] = (actor, actor.run.remote())
             _say(self.run_dir, f"{name} joined with {threads} workers")
 

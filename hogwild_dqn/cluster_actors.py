@@ -88,6 +88,7 @@ class ParameterHolder:
         self.recorder = Recorder(self.run_dir, self.writer, start["best"])  # the only record of the best
         self.run = Run(cfg, spec, self.run_dir, cfg.threads or 0, session_start=self.t0,
                        prior={"frames": self.frames0, "wall_seconds": self.wall0, "evals": [], "best": start["best"],
+                              "lr_start": start["lr_start"],
                               "device": None})
 
     def exchange(self, node: str, delta, frames: int, target_epoch: int, sync_seconds: float | None) -> dict:
@@ -129,7 +130,8 @@ class ParameterHolder:
         if self.tnet is not None:
             _assign(list(self.tnet.parameters()), self.target)
         return checkpoint_state(self.net, self.tnet, self.cfg, self.spec,
-                                {"frames": frames, "best": self.recorder.best, "target_epoch": self.target_epoch})
+                                {"frames": frames, "best": self.recorder.best, "target_epoch": self.target_epoch,
+                                 "lr_start": self.run.prior["lr_start"]})
 
     def add_eval(self, result: dict, played) -> None:
         """Record an evaluation of the weights `played` (evaluation.Recorder: tensorboard, best.pt and the GIF
@@ -222,8 +224,10 @@ class Bridge:
 class NodePool:
     """One machine: its Hogwild pool of worker processes and the bridge to the holder (this actor's process)."""
 
-    def __init__(self, cfg: Config, spec: EnvSpec, node: str, threads: int, holder):
+    def __init__(self, cfg: Config, spec: EnvSpec, node: str, threads: int, holder, prior: dict):
+        """`prior`: what the run reached before this session (rundir.no_prior's keys; frames and lr_start)."""
         self.cfg, self.spec, self.node, self.threads, self.holder = cfg, spec, node, threads, holder
+        self.prior = prior
 
     def run(self) -> dict:
         import ray
@@ -237,7 +241,7 @@ class NodePool:
         bridge = Bridge(self.node, self.threads, shared, self.holder)
         if bridge.exchange(initial=True):
             return {"node": self.node, "frames": 0}
-        procs = Processes(mp.get_context("spawn"), Run(cfg, self.spec, local_dir, self.threads), shared,
+        procs = Processes(mp.get_context("spawn"), Run(cfg, self.spec, local_dir, self.threads, self.prior), shared,
                           with_evaluator=False)
         procs.start()
         next_sync, next_ship = time.time() + cfg.sync_seconds, time.time() + LOG_SHIP_SECONDS

@@ -40,7 +40,8 @@ def snapshot(shared: SharedState, frames: int, best: float, run: Run) -> dict:
     return checkpoint_state(shared.model, shared.target, run.cfg, run.spec, {
         "frames": frames, "best": best, "optimizer": shared.optimizer.state_dict(),
         "target_epoch": int(shared.target_epoch[0]), "worker_eps": shared.worker_eps,
-        "worker_seed": shared.worker_seed, "lr_start": run.prior.get("lr_start")})
+        "worker_seed": shared.worker_seed, "worker_frames": shared.worker_frames[: run.threads],
+        "lr_start": run.prior.get("lr_start")})
 
 
 def _report(run: Run, result: dict, frames: int, device, report, history: list) -> dict:

@@ -107,7 +107,12 @@ def restore(shared, run_dir: Path, cfg: Config) -> dict:
     except (RuntimeError, KeyError, TypeError, ValueError) as e:
         raise ConfigError(f"checkpoint {run_dir / 'checkpoint.pt'} does not fit this network/optimizer "
                           f"({first_line(e)[:120]})") from None
-    shared.worker_frames[0] = int(ckpt["frames"])  # the sum is what counts
+    saved_frames = ckpt.get("worker_frames")
+    if saved_frames is not None and saved_frames.shape == shared.worker_frames.shape \
+            and int(saved_frames.sum()) == int(ckpt["frames"]):  # the same workers: each goes on from its count
+        shared.worker_frames.copy_(saved_frames)
+    else:  # another number of workers, or confirmed weights from before the last frames: the sum is what counts
+        shared.worker_frames[0] = int(ckpt["frames"])
     shared.target_epoch[0] = int(ckpt.get("target_epoch", 0))
     saved_eps = ckpt.get("worker_eps")
     if saved_eps is not None and saved_eps.shape == shared.worker_eps.shape:  # same workers x games: same

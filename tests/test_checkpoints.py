@@ -59,6 +59,10 @@ def test_resume_continues_frames_schedules_and_logs(tmp_path):
     ckpt = torch.load(run / "checkpoint.pt", weights_only=True)
     assert ckpt["frames"] == after["frames"] and ckpt["target_epoch"] == after["frames"] // 1000
     assert torch.equal(ckpt["worker_eps"], saved["worker_eps"])  # each worker kept its exploration
+    # each worker went on from its own frame count, on random streams of its own for the new session
+    assert (saved["worker_frames"] > 0).all() and int(saved["worker_frames"].sum()) == before["frames"]
+    assert (ckpt["worker_frames"] > saved["worker_frames"]).all() and int(ckpt["worker_frames"].sum()) == ckpt["frames"]
+    assert (ckpt["worker_seed"] != saved["worker_seed"]).all()
     assert ckpt["config"]["frames"] == 9000 and ckpt["optimizer"]["square_avg"][0].abs().sum() > 0
     # the learning rate goes on from where the first session's schedule (to 0 at 6,000 frames) stood, down to 0
     # at 9,000: no jump up to the rate 9,000 frames would have given from the start

@@ -144,6 +144,15 @@ def test_holder_lost_stops_cleanly_and_resume_continues(cluster, tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     s = read_summary(run)
     assert s["frames"] >= more and s["evals"][0]["frames"] <= ckpt["frames"]  # the earlier evaluations are kept
+    # the learning rate goes on from where the first session's line stood, never above it (the pools used to
+    # restart the line, and their random streams, from the run's start)
+    lr, f0 = ckpt["config"]["lr"], ckpt["frames"]
+    at_checkpoint = lr * max(0.0, 1 - f0 / 200000)
+    resumed = load_checkpoint(run / "checkpoint.pt", "CartPole-v1", "a3c")
+    assert resumed["lr_start"][0] == f0 and resumed["lr_start"][1] == pytest.approx(at_checkpoint)
+    rates = EventAccumulator(str(run)).Reload().Scalars("charts/learning_rate")
+    after = [e.value for e in rates if e.step > f0]
+    assert after and max(after) <= at_checkpoint + 1e-9, (at_checkpoint, max(after))
 
 
 def test_single_machine_runs_never_import_ray(tmp_path):
