@@ -37,9 +37,11 @@ from hogwild_dqn.console import STATUS, Console, finishing
 from hogwild_dqn.envs import env_spec
 from hogwild_dqn.evaluation import needs_confirmation, next_point, points_skipped, stop_reason
 from hogwild_dqn.rundir import cut_reason, no_prior, prepare_run_dir, result_line, scored
+from hogwild_dqn.shared import NonFinite
 
 REJOIN_SCAN_SECONDS = 2  # how often the driver looks for machines that joined or came back
 NO_MACHINE_SECONDS = 120  # with no machine left this long, the run stops
+POOL_STOP_SECONDS = 30  # at the end, each machine's pool has this long to stop its workers and send its last change
 POOL_FAILURES = 3        # a machine whose pool failed this many times is not given another
 MACHINE_SEED_STRIDE = 1_000_000  # far from the restart stride (processes.SEED_STRIDE) and the eval offset
 HEAD = "node:__internal_head__"  # Ray's resource of the head node: the holder writes the run dir there
@@ -164,11 +166,11 @@ class Driver:
         for nid in [nid for nid, (_, ref) in self.pools.items() if self.ray.wait([ref], timeout=0)[0]]:
             _, ref = self.pools.pop(nid)
             try:
-                self.ray.get(ref)
+                self.ray.get(ref, timeout=SYNC_TIMEOUT)  # ready: ray.wait said so
+            except NonFinite as e:  # Ray's task error is an instance of the pool's NonFinite
+                return 1, f"{self.names[nid]}: {_last_line(e)}"  # broken weights: stop, keep the last checkpoint
             except RayError as e:
                 why = _last_line(e)
-                if "non-finite" in why:  # broken weights reached the holder: stop, keep the last checkpoint
-                    return 1, f"{self.names[nid]}: {why}"
                 lost = isinstance(e, RayActorError)  # the machine (or its link) went away
                 # a lost machine comes back as a new Ray node; a failed pool may be retried where it is
                 self.failures[nid] = POOL_FAILURES if lost else self.failures.get(nid, 0) + 1
@@ -190,7 +192,7 @@ class Driver:
         result_ref, weights, frames = self.pending_eval
         self.pending_eval = None
         try:
-            result = self.ray.get(result_ref)
+            result = self.ray.get(result_ref, timeout=SYNC_TIMEOUT)  # ready: the callers waited for it
         except RayError as e:  # the evaluator's machine was lost, or the evaluation failed: training goes on
             _say(self.run_dir, f"an evaluation failed ({_last_line(e)}); starting another evaluator")
             self.evaluator = self.new_evaluator()
@@ -239,13 +241,15 @@ class Driver:
                 time.sleep(0.25)
         except (RayActorError, GetTimeoutError) as e:
             self.holder_gone = True
-            return 1, (f"the parameter holder is gone ({_last_line(e)}); the run stops; its last checkpoint is "
+            why = f"no answer within {SYNC_TIMEOUT} s" if isinstance(e, GetTimeoutError) else _last_line(e)
+            return 1, (f"the parameter holder is gone ({why}); the run stops; its last checkpoint is "
                        f"{self.run_dir / 'checkpoint.pt'}: continue with --resume {self.run_dir}")
 
     def finish(self, status: int, reason: str, note) -> int:
         """Stop the machines (bounded), evaluate the final weights after a normal end, write checkpoint +
-        summary. A signal noted meanwhile (`note`, see console.finishing) cuts the final evaluation short."""
-        from ray.exceptions import RayError
+        summary. A signal noted meanwhile (`note`, see console.finishing) cuts the final evaluation short. Every
+        wait has a limit and says what it waited for when it gives up."""
+        from ray.exceptions import GetTimeoutError, RayError
 
         ray = self.ray
         try:
@@ -254,16 +258,20 @@ class Driver:
         except RayError:
             self.holder_gone = True
         refs = [ref for _, ref in self.pools.values()]
-        ray.wait(refs, num_returns=len(refs), timeout=30)  # each pool stops its workers and sends its last change
-        for actor, _ in self.pools.values():
+        done, _ = ray.wait(refs, num_returns=len(refs), timeout=POOL_STOP_SECONDS)  # each pool stops its workers
+        for nid, (actor, ref) in self.pools.items():                                # and sends its last change
+            if ref not in done:
+                _say(self.run_dir, f"{self.names[nid]} did not stop within {POOL_STOP_SECONDS} s; it is killed, and "
+                                   "what it learnt since its last exchange is lost")
             ray.kill(actor)
         if self.holder_gone:
             print(f"train.py: {reason}", file=sys.stderr)
             return status
         try:
             if status == 0 and not self.solved:
-                if self.pending_eval is not None:
-                    self.collect_eval()
+                if self.pending_eval is not None and ray.wait([self.pending_eval[0]], timeout=0)[0]:
+                    self.collect_eval()  # a periodic evaluation still playing is dropped: the final one follows
+                self.pending_eval = None
                 st = ray.get(self.holder.status.remote(), timeout=SYNC_TIMEOUT)
                 self.frames = st["frames"]
                 _say(self.run_dir, f"training done; the final evaluation: {self.cfg.final_eval_episodes} games of "
@@ -286,9 +294,11 @@ class Driver:
                     _say(self.run_dir, f"the final evaluation took over --final-eval-seconds "
                                        f"{self.cfg.final_eval_seconds}; the run ends unscored (--resume plays it)")
                 status, reason = scored(status, reason, [final] if final else [])
-            summary = ray.get(self.holder.finish.remote(reason, sorted(self.names.values())))
+            summary = ray.get(self.holder.finish.remote(reason, sorted(self.names.values())), timeout=SYNC_TIMEOUT)
         except RayError as e:
-            print(f"train.py: the cluster failed while finishing ({_last_line(e)}); "
+            waited = f"no answer from the parameter holder within {SYNC_TIMEOUT} s" \
+                if isinstance(e, GetTimeoutError) else _last_line(e)
+            print(f"train.py: the cluster failed while finishing ({waited}); "
                   f"{self.run_dir / 'checkpoint.pt'} holds the last checkpoint", file=sys.stderr)
             return 1
         if status != 0:

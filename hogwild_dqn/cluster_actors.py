@@ -23,7 +23,7 @@ from hogwild_dqn.networks import network_for
 from hogwild_dqn.policy import EVAL_SEED_OFFSET, Policy
 from hogwild_dqn.processes import Processes
 from hogwild_dqn.rundir import Run, confirmed, make_summary
-from hogwild_dqn.shared import STOP, all_finite, new_shared_state
+from hogwild_dqn.shared import STOP, NonFinite, all_finite, new_shared_state
 
 NEVER = 2**62            # a machine's workers never copy the target network: the holder's copy is pushed to them
 SYNC_TIMEOUT = 60        # an exchange unanswered this long: the holder is treated as gone
@@ -248,8 +248,8 @@ class NodePool:
         try:
             while not procs.finished():
                 failure = procs.check()
-                if failure:
-                    raise RuntimeError(failure)
+                if failure:  # typed, so that the driver stops the run on broken weights rather than retry
+                    raise (NonFinite if procs.nonfinite else RuntimeError)(failure)
                 now = time.time()
                 if now >= next_sync:
                     if bridge.exchange():
@@ -281,7 +281,7 @@ class Evaluator:
         game as a GIF, key "gif"), "final" (--final-eval-episodes games: the run's score) or "confirmation" (a
         periodic evaluation that reached --stop-return, confirmed or not over --final-eval-episodes games)."""
         if not np.isfinite(weights).all():
-            raise RuntimeError(f"non-finite global weights at global frame {frames}")
+            raise NonFinite(f"non-finite global weights at global frame {frames}")
         _assign(list(self.policy.net.parameters()), torch.from_numpy(np.array(weights)).to(self.device))
         episodes = self.cfg.eval_episodes if kind == "periodic" else self.cfg.final_eval_episodes
         games = play_games(self.policy, self.env, episodes)

@@ -231,3 +231,18 @@ def test_a_signal_during_the_clusters_final_evaluation_cuts_it_and_the_run_is_sa
     assert s["status"] == "unscored: interrupted (SIGINT) during the final evaluation; --resume plays it"
     assert s["final_eval"] is None
     assert load_checkpoint(run / "checkpoint.pt", "CartPole-v1", "a3c")["frames"] == s["frames"] >= 6000
+
+
+def test_a_non_finite_update_on_a_cluster_stops_the_run_as_a_typed_error(cluster, tmp_path):
+    """--lr 1e30 blows a pool's weights up: its worker's NonFinite reaches the driver as that type (Ray's task
+    error is an instance of it), so the run stops with exit 1 naming the machine, and is not retried as a failed
+    pool would be; the run dir holds no checkpoint of broken weights."""
+    run = tmp_path / "run"
+    r = run_train(*CARTPOLE, "--frames", 200000, "--lr", 1e30, "--cluster", cluster.address, "--run-dir", run,
+                  timeout=600)
+    assert r.returncode == 1, r.stderr[-3000:]
+    assert "non-finite" in r.stderr and "at update" in r.stderr and "Traceback" not in r.stderr, r.stderr[-3000:]
+    assert "keep training" not in r.stderr  # not treated as a failed pool while the others go on
+    if (run / "checkpoint.pt").exists():  # an evaluation's, from before the weights broke
+        ckpt = load_checkpoint(run / "checkpoint.pt", "CartPole-v1", "a3c")
+        assert all(bool(v.isfinite().all()) for v in ckpt["model"].values())
