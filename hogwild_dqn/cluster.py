@@ -43,7 +43,7 @@ REJOIN_SCAN_SECONDS = 2  # how often the driver looks for machines that joined o
 NO_MACHINE_SECONDS = 120  # with no machine left this long, the run stops
 POOL_STOP_SECONDS = 30  # at the end, each machine's pool has this long to stop its workers and send its last change
 POOL_FAILURES = 3        # a machine whose pool failed this many times is not given another
-MACHINE_SEED_STRIDE = 1_000_000  # far from the restart stride (processes.SEED_STRIDE) and the eval offset
+MACHINE_SEED_STRIDE = 1_000_000  # each machine's base seed; far from the evaluator's offset (policy.EVAL_SEED_OFFSET)
 HEAD = "node:__internal_head__"  # Ray's resource of the head node: the holder writes the run dir there
 
 

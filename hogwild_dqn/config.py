@@ -46,7 +46,7 @@ class Config:
     algo: str = _f("a3c", "; ".join(f"{k}: {a.summary}" for k, a in ALGORITHMS.items()))
     threads: int | None = _f(None, "worker processes; empty (null) means one per CPU core", int)
     frames: int = _f(10_000_000, "total environment frames, all workers together")
-    seed: int = _f(1, "base seed; worker i uses seed + i")
+    seed: int = _f(1, "base seed: every worker's and game's random stream is spawned from it (numpy SeedSequence)")
     # where results go
     logdir: str = _f("runs", "log root under which the run dir is created")
     run_dir: str = _f("", "run directory; empty means <logdir>/<game>-<algo>-t<threads>-s<seed>-<timestamp>")

@@ -55,7 +55,7 @@ class Run:
 
 def ended(status: str, final) -> bool:
     """A run that needs nothing more: it ran all its frames or stopped at a confirmed --stop-return ("solved:
-    ...", processes.watch), and has its score, `final` (summary.json's final_eval). An unscored run (its final
+    ...", evaluation.stop_reason), and has its score, `final` (summary.json's final_eval). An unscored run (its final
     evaluation cut) or one that failed is never done: make benchmark resumes it, the reports do not count it."""
     return (status == "finished" or status.startswith("solved:")) and final is not None
 
