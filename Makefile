@@ -103,7 +103,7 @@ test-all: test test-slow
 
 # Fast feedback (under a minute): ruff, and the tests that train nothing (maths, config, envs, shared memory,
 # the worker's pieces inline, the package's layout).
-CHECK_TESTS := tests/test_algorithms.py tests/test_exploration.py tests/test_networks.py tests/test_envs.py \
+CHECK_TESTS := tests/test_algorithms.py tests/test_schedules.py tests/test_networks.py tests/test_envs.py \
                tests/test_shared.py tests/test_layout.py tests/test_replay.py tests/test_cli.py tests/test_worker.py
 
 check: $(DEV_STAMP)

@@ -14,8 +14,9 @@ import torch
 
 from hogwild_dqn import metrics
 from hogwild_dqn.envs import make_env
-from hogwild_dqn.exploration import draw_final_epsilon, epsilon, learning_rate, worker_streams
 from hogwild_dqn.rundir import Run
+from hogwild_dqn.schedules import draw_final_epsilon, epsilon, learning_rate
+from hogwild_dqn.seeding import worker_streams
 from hogwild_dqn.shared import (
     STOP,
     NonFinite,
@@ -33,7 +34,7 @@ class ActorLearner:
     def __init__(self, rank: int, restart: int, run: Run, shared: SharedState, games: int):
         cfg = self.cfg = run.cfg
         self.rank, self.run, self.shared = rank, run, shared
-        # every worker, restart, resumed session and game has a random stream of its own (exploration.py)
+        # every worker, restart, resumed session and game has a random stream of its own (seeding.py)
         self.rng, seed, env_seeds = worker_streams(cfg.seed, rank, restart, run.prior["frames"], games)
         torch.manual_seed(seed)
         self.final_eps = claim_exploration(  # a game's final epsilon outlives restarts and resumes

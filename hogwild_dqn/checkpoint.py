@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 
 from hogwild_dqn.config import ConfigError, first_line
-from hogwild_dqn.exploration import resumed_lr
+from hogwild_dqn.schedules import resumed_lr
 from hogwild_dqn.version import __version__, versions
 from hogwild_dqn.version import commit as code_commit
 

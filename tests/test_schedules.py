@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from hogwild_dqn.exploration import draw_final_epsilon, epsilon, learning_rate, resumed_lr, worker_streams
+from hogwild_dqn.schedules import draw_final_epsilon, epsilon, learning_rate, resumed_lr
+from hogwild_dqn.seeding import worker_streams
 
 
 def test_final_epsilon_draw_matches_paper_distribution():

@@ -1,5 +1,6 @@
-"""Exploration of the value-based methods (Mnih et al. 2016, section 5.1), the learning-rate schedule and
-the seeding of the workers' random streams."""
+"""The schedules over global frames: the value-based methods' exploration epsilon (Mnih et al. 2016, section
+5.1: each game's final epsilon drawn once, a linear anneal to it) and the learning-rate line (and where a
+resumed run's line starts)."""
 
 from __future__ import annotations
 
@@ -41,15 +42,3 @@ def resumed_lr(saved: dict, frames: int, lr: float) -> tuple[int, float]:
     start_frames, start_lr = saved.get("lr_start") or (0, lr)
     total = int(config.get("frames", frames))
     return frames, learning_rate(frames, float(start_lr), total, True, int(start_frames))
-
-
-def worker_streams(seed: int, rank: int, restart: int, session: int, games: int) -> tuple:
-    """The random streams of worker `rank` (started after `restart` restarts of the run's workers, in the
-    resumed session that began at
-    `session` frames; 0 for a new run): (numpy Generator, torch seed, one env seed per game), all spawned from
-    numpy.random.SeedSequence(seed), so that no two runs, workers, restarts or games share a stream."""
-    root = np.random.SeedSequence(seed if session == 0 else [seed, session])
-    worker = np.random.SeedSequence(root.entropy, spawn_key=(rank, restart))
-    own, *game_seqs = worker.spawn(games + 1)
-    return (np.random.default_rng(own), int(own.generate_state(1)[0]),
-            [int(g.generate_state(1)[0]) for g in game_seqs])
