@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from hogwild_dqn.faults import NonFinite
 from hogwild_dqn.networks import gaussian
-from hogwild_dqn.shared import NonFinite
 
 
 def sample(policy: torch.Tensor, rng: np.random.Generator) -> np.ndarray:

@@ -14,12 +14,12 @@ import torch
 
 from hogwild_dqn import metrics
 from hogwild_dqn.envs import make_env
+from hogwild_dqn.faults import NonFinite
 from hogwild_dqn.rundir import Run
 from hogwild_dqn.schedules import draw_final_epsilon, epsilon, learning_rate
 from hogwild_dqn.seeding import worker_streams
 from hogwild_dqn.shared import (
     STOP,
-    NonFinite,
     SharedState,
     add_frames,
     claim_exploration,

@@ -36,8 +36,8 @@ from hogwild_dqn.config import Config, ConfigError, first_line
 from hogwild_dqn.console import STATUS, Console, finishing
 from hogwild_dqn.envs import env_spec
 from hogwild_dqn.evaluation import needs_confirmation, next_point, points_skipped, stop_reason
+from hogwild_dqn.faults import NonFinite
 from hogwild_dqn.rundir import cut_reason, no_prior, prepare_run_dir, result_line, scored
-from hogwild_dqn.shared import NonFinite
 
 REJOIN_SCAN_SECONDS = 2  # how often the driver looks for machines that joined or came back
 NO_MACHINE_SECONDS = 120  # with no machine left this long, the run stops

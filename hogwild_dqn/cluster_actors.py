@@ -19,11 +19,12 @@ from hogwild_dqn.checkpoint import atomic_save, checkpoint_state
 from hogwild_dqn.config import Config
 from hogwild_dqn.envs import EnvSpec, make_env
 from hogwild_dqn.evaluation import Recorder, best_episode_gif, confirmation, play_games
+from hogwild_dqn.faults import NonFinite
 from hogwild_dqn.networks import network_for
 from hogwild_dqn.policy import EVAL_SEED_OFFSET, Policy
 from hogwild_dqn.processes import Processes
 from hogwild_dqn.rundir import Run, confirmed, make_summary
-from hogwild_dqn.shared import STOP, NonFinite, all_finite, new_shared_state
+from hogwild_dqn.shared import STOP, all_finite, new_shared_state
 
 NEVER = 2**62            # a machine's workers never copy the target network: the holder's copy is pushed to them
 SYNC_TIMEOUT = 60        # an exchange unanswered this long: the holder is treated as gone

@@ -22,17 +22,11 @@ from hogwild_dqn.evaluation import (
     play_games,
     points_skipped,
 )
+from hogwild_dqn.faults import NonFinite
 from hogwild_dqn.networks import network_for
 from hogwild_dqn.policy import EVAL_SEED_OFFSET, Orphaned, Policy
 from hogwild_dqn.rundir import Run, eval_record
-from hogwild_dqn.shared import WORKERS_DONE, NonFinite, SharedState, all_finite, run_child
-
-
-def evaluator_process(run: Run, shared: SharedState, best: float, evals: list, report) -> None:
-    """Process entry point (spawn). CUDA is first touched here, in the child, never in the parent. `best` and
-    `evals`: the best evaluation mean and the evaluations so far (earlier sessions, and this one's before a
-    restart)."""
-    run_child("evaluator", report, run_evaluator, run, shared, best, evals, report)
+from hogwild_dqn.shared import WORKERS_DONE, SharedState, all_finite
 
 
 def snapshot(shared: SharedState, frames: int, best: float, run: Run) -> dict:

@@ -1,23 +1,63 @@
-"""Start, watch, restart and stop the child processes of one run. Every wait here has a time limit."""
+"""Start, watch, restart and stop the child processes of one run, and the children's entry points. Every wait
+here has a time limit."""
 
 from __future__ import annotations
 
 import signal
 import sys
 import time
+import traceback
 
+import torch
 from tqdm import tqdm
 
 from hogwild_dqn import metrics
+from hogwild_dqn.algorithms import ALGORITHMS
+from hogwild_dqn.checkpoint import WriteFailed
 from hogwild_dqn.console import STATUS, Console, Stopped, finishing
 from hogwild_dqn.evaluation import stop_reason
-from hogwild_dqn.evaluator import evaluator_process
+from hogwild_dqn.evaluator import run_evaluator
+from hogwild_dqn.faults import NONFINITE_EXIT, WRITE_EXIT, NonFinite
 from hogwild_dqn.rundir import Run, best_periodic
-from hogwild_dqn.shared import NONFINITE_EXIT, STOP, WORKERS_DONE, WRITE_EXIT
-from hogwild_dqn.worker import worker_process
+from hogwild_dqn.shared import STOP, WORKERS_DONE, SharedState
 
 JOIN_SECONDS = 8       # stopping workers may take this long before they are terminated (exit within 10 s)
 EVAL_RESTARTS = 3      # a crashed evaluator is restarted this many times; training goes on meanwhile
+
+
+def run_child(name: str, report, fn, *args) -> None:
+    """Body of every child process: one torch thread, Ctrl-C left to the runner, failures sent up `report`."""
+    torch.set_num_threads(1)  # N processes on N cores: more threads each would only fight over them
+    # Dead units get zero gradients; their optimizer statistics decay into denormal floats, which x86 computes
+    # about 10x slower (docs/speed.md).
+    torch.set_flush_denormal(True)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the runner handles Ctrl-C and asks the children to stop
+    try:
+        fn(*args)
+    except NonFinite as e:
+        report.send(("error", f"{name}: {e}"))
+        raise SystemExit(NONFINITE_EXIT) from None
+    except WriteFailed as e:
+        report.send(("error", f"{name}: {e}"))
+        raise SystemExit(WRITE_EXIT) from None
+    except BaseException:
+        report.send(("error", traceback.format_exc()))
+        raise SystemExit(1) from None
+
+
+def worker_process(rank: int, restart: int, run: Run, shared: SharedState, report) -> None:
+    """A worker's entry point (spawn); failures go up `report`, a pipe to the runner. `restart`: the run's
+    restarts so far when this process started (0 at first; it picks the worker's random streams). The
+    algorithm's ALGORITHMS row names its loop (worker.run_worker, the on-policy segments, unless it has its own:
+    DQN's in replay_worker.py, PPO's in ppo_worker.py)."""
+    run_child(f"worker{rank}", report, ALGORITHMS[run.cfg.algo].loop, rank, restart, run, shared)
+
+
+def evaluator_process(run: Run, shared: SharedState, best: float, evals: list, report) -> None:
+    """The evaluator's entry point (spawn). CUDA is first touched there, in the child, never in the parent.
+    `best` and `evals`: the best evaluation mean and the evaluations so far (earlier sessions, and this one's
+    before a restart)."""
+    run_child("evaluator", report, run_evaluator, run, shared, best, evals, report)
 
 
 def stop_resource_tracker() -> None:

@@ -8,8 +8,9 @@ import numpy as np
 
 def worker_streams(seed: int, rank: int, restart: int, session: int, games: int) -> tuple:
     """The random streams of worker `rank` (started after `restart` restarts of the run's workers, in the
-    resumed session that began at `session` frames; 0 for a new run): (numpy Generator, torch seed, one env seed per game), all spawned from
-    numpy.random.SeedSequence(seed), so that no two runs, workers, restarts or games share a stream."""
+    resumed session that began at `session` frames; 0 for a new run): (numpy Generator, torch seed, one env
+    seed per game), all spawned from numpy.random.SeedSequence(seed), so that no two runs, workers, restarts or
+    games share a stream."""
     root = np.random.SeedSequence(seed if session == 0 else [seed, session])
     worker = np.random.SeedSequence(root.entropy, spawn_key=(rank, restart))
     own, *game_seqs = worker.spawn(games + 1)

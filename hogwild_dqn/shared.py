@@ -28,14 +28,12 @@ How gradients reach the shared parameters: each worker computes gradients on its
 them explicitly to `optimizer.step(grads, lr)`. Nothing aliases `.grad` between the local and the shared
 model, so PyTorch 2.x's `zero_grad()` (which sets grads to None) cannot leave a stale gradient behind.
 A non-finite gradient is never applied: `push_gradients` raises NonFinite first, and the process exits with
-NONFINITE_EXIT, which the runner treats as fatal (no restart, no checkpoint over the last good one).
+faults.NONFINITE_EXIT, which the runner treats as fatal (no restart, no checkpoint over the last good one).
 """
 
 from __future__ import annotations
 
 import math
-import signal
-import traceback
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,37 +41,9 @@ import torch
 from torch import nn
 
 from hogwild_dqn.algorithms import ALGORITHMS
-from hogwild_dqn.checkpoint import WriteFailed
 from hogwild_dqn.config import Config
+from hogwild_dqn.faults import NonFinite
 from hogwild_dqn.networks import network_for
-
-NONFINITE_EXIT = 3  # exit status of a process that met NaN/Inf
-WRITE_EXIT = 5  # exit status of a process that could not write a file of the run (a full disk): restarting it
-                # would not help
-
-
-class NonFinite(RuntimeError):
-    """NaN or Inf in a loss, a gradient or the shared parameters; the message names where and when."""
-
-
-def run_child(name: str, report, fn, *args) -> None:
-    """Body of every child process: one torch thread, Ctrl-C left to the runner, failures sent up `report`."""
-    torch.set_num_threads(1)  # N processes on N cores: more threads each would only fight over them
-    # Dead units get zero gradients; their optimizer statistics decay into denormal floats, which x86 computes
-    # about 10x slower (docs/speed.md).
-    torch.set_flush_denormal(True)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the runner handles Ctrl-C and asks the children to stop
-    try:
-        fn(*args)
-    except NonFinite as e:
-        report.send(("error", f"{name}: {e}"))
-        raise SystemExit(NONFINITE_EXIT) from None
-    except WriteFailed as e:
-        report.send(("error", f"{name}: {e}"))
-        raise SystemExit(WRITE_EXIT) from None
-    except BaseException:
-        report.send(("error", traceback.format_exc()))
-        raise SystemExit(1) from None
 
 
 class SharedRMSprop:

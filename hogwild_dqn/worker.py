@@ -1,6 +1,6 @@
-"""The worker process's entry point, and the on-policy methods' loop body (OnPolicy): sync -> act t_max steps
-in each of the worker's games -> one loss -> push gradients -> count frames. What every worker has besides is in
-actor_learner.py; DQN's loop body is in replay_worker.py."""
+"""The on-policy methods' loop body (OnPolicy): sync -> act t_max steps in each of the worker's games -> one
+loss -> push gradients -> count frames. What every worker has besides is in actor_learner.py; DQN's loop body is
+in replay_worker.py, PPO's in ppo_worker.py; the process's entry point in processes.py."""
 
 from __future__ import annotations
 
@@ -17,15 +17,7 @@ from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.algorithms.returns import Segment
 from hogwild_dqn.networks import is_recurrent, network_for, obs_norm
 from hogwild_dqn.rundir import Run
-from hogwild_dqn.shared import SharedState, run_child, sync_local
-
-
-def worker_process(rank: int, restart: int, run: Run, shared: SharedState, report) -> None:
-    """Process entry point (spawn); failures go up `report`, a pipe to the runner. `restart`: the run's
-    restarts so far when this process started (0 at first; it picks the worker's random streams). The
-    algorithm's ALGORITHMS row names its loop (this module's run_worker unless it has its own: DQN's in
-    replay_worker.py, PPO's in ppo_worker.py)."""
-    run_child(f"worker{rank}", report, ALGORITHMS[run.cfg.algo].loop, rank, restart, run, shared)
+from hogwild_dqn.shared import SharedState, sync_local
 
 
 class GameStates:

@@ -7,6 +7,7 @@ import torch.multiprocessing as mp
 from torch import nn
 
 from hogwild_dqn.config import Config
+from hogwild_dqn.processes import run_child
 from hogwild_dqn.shared import (
     SharedAdam,
     SharedRMSprop,
@@ -14,7 +15,6 @@ from hogwild_dqn.shared import (
     build_shared,
     maybe_sync_target,
     push_gradients,
-    run_child,
     sync_local,
 )
 

@@ -38,10 +38,9 @@ import torch.multiprocessing as mp
 from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.config import Config, default_preset, read_yaml
 from hogwild_dqn.envs import env_spec
-from hogwild_dqn.processes import Child
+from hogwild_dqn.processes import Child, worker_process
 from hogwild_dqn.rundir import Run
 from hogwild_dqn.shared import STOP, new_shared_state
-from hogwild_dqn.worker import worker_process
 
 
 def emulator_fps(cfg: Config, seconds: float) -> float:
