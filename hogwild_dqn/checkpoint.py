@@ -75,6 +75,17 @@ def checkpoint_state(model, target, cfg, spec, progress: dict) -> dict:
     }
 
 
+def snapshot(shared, frames: int, best: float, run) -> dict:
+    """The checkpoint of a single-machine run from its shared state: a copy (never a live view) of everything
+    needed to continue or to play the agent (the evaluator's periodic ones and the runner's final one).
+    `shared`: the run's shared.SharedState; `run`: its rundir.Run."""
+    return checkpoint_state(shared.model, shared.target, run.cfg, run.spec, {
+        "frames": frames, "best": best, "optimizer": shared.optimizer.state_dict(),
+        "target_epoch": int(shared.target_epoch[0]), "worker_eps": shared.worker_eps,
+        "worker_seed": shared.worker_seed, "worker_frames": shared.worker_frames[: run.threads],
+        "lr_start": run.prior.get("lr_start")})
+
+
 def load_checkpoint(path: Path, game: str, algo: str) -> dict:
     """Load a checkpoint of this game and algorithm; any problem is a one-line ConfigError naming the file."""
     ckpt = read_checkpoint(path)

@@ -11,7 +11,7 @@ import time
 import torch
 
 from hogwild_dqn import metrics
-from hogwild_dqn.checkpoint import atomic_save, checkpoint_state
+from hogwild_dqn.checkpoint import atomic_save, snapshot
 from hogwild_dqn.envs import make_env
 from hogwild_dqn.evaluation import (
     Recorder,
@@ -27,15 +27,6 @@ from hogwild_dqn.networks import network_for
 from hogwild_dqn.policy import EVAL_SEED_OFFSET, Orphaned, Policy
 from hogwild_dqn.rundir import Run, eval_record
 from hogwild_dqn.shared import WORKERS_DONE, SharedState, all_finite
-
-
-def snapshot(shared: SharedState, frames: int, best: float, run: Run) -> dict:
-    """A copy (never a live view) of everything needed to continue or to play the agent."""
-    return checkpoint_state(shared.model, shared.target, run.cfg, run.spec, {
-        "frames": frames, "best": best, "optimizer": shared.optimizer.state_dict(),
-        "target_epoch": int(shared.target_epoch[0]), "worker_eps": shared.worker_eps,
-        "worker_seed": shared.worker_seed, "worker_frames": shared.worker_frames[: run.threads],
-        "lr_start": run.prior.get("lr_start")})
 
 
 def _report(run: Run, result: dict, frames: int, device, report, history: list) -> dict:

@@ -14,11 +14,10 @@ import torch.multiprocessing as mp
 
 from hogwild_dqn import config, metrics
 from hogwild_dqn.algorithms import ALGORITHMS
-from hogwild_dqn.checkpoint import WriteFailed, atomic_save, atomic_write, resume_point
+from hogwild_dqn.checkpoint import WriteFailed, atomic_save, atomic_write, resume_point, snapshot
 from hogwild_dqn.config import Config, ConfigError, first_line
 from hogwild_dqn.console import STATUS, finishing
 from hogwild_dqn.envs import env_spec
-from hogwild_dqn.evaluator import snapshot
 from hogwild_dqn.processes import Processes, stop_resource_tracker, watch
 from hogwild_dqn.replay import check_memory
 from hogwild_dqn.rundir import (
