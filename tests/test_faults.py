@@ -204,8 +204,7 @@ def test_a_final_evaluation_cut_by_its_time_cap_leaves_the_run_unscored_not_done
     """--final-eval-seconds runs out: the run ends with exit 4 and an "unscored" status (before the fix: exit 0,
     "finished", and make benchmark counted it done); the benchmark's and the report's test of a finished run
     refuse it; --resume plays the final evaluation and the run is done."""
-    from hogwild_dqn.tools.benchmark import done
-    from hogwild_dqn.tools.report import ended
+    from hogwild_dqn.tools import done, ended
 
     run = tmp_path / "run"
     proc = run_train("--game", "CartPole-v1", "--threads", 2, "--frames", 4000, "--eval-every", 2000,

@@ -1,7 +1,8 @@
 """Tools around the trainer, not part of it: throughput (bench), sweep reports (report), the benchmark suite
-(benchmark), DQN's ablation (ablation), the memory soak (soak) and a trained network's internals (probe). Each
-is a command of its own (`python -m hogwild_dqn.tools.NAME`, or its make target / console command); none is
-imported by the trainer."""
+(benchmark), DQN's ablation (ablation), the memory soak (soak), curves from CSV (curves) and a trained network's
+internals (probe). Each is a command of its own (`python -m hogwild_dqn.tools.NAME`, or its make target /
+console command); none is imported by the trainer. What they share is here, once: how a tool starts a run,
+whether a run is done, how a number is shown, how a figure is drawn and saved."""
 
 import sys
 import time
@@ -20,3 +21,38 @@ def resume_or_start(run: Path, start: list[str]) -> list[str]:
     if run.exists():
         run.rename(run.with_name(f"{run.name}.cut-{int(time.time())}"))
     return start
+
+
+def ended(status: str, final) -> bool:
+    """A run that needs nothing more: it ran all its frames or stopped at a confirmed --stop-return ("solved:
+    ...", evaluation.stop_reason), and has its score, `final` (summary.json's final_eval). An unscored run (its
+    final evaluation cut) or one that failed is never done: make benchmark resumes it, the reports do not count
+    it."""
+    return (status == "finished" or status.startswith("solved:")) and final is not None
+
+
+def done(summary: dict) -> bool:
+    """A summary.json of a run that needs nothing more (ended, with its score)."""
+    return ended(summary["status"], summary.get("final_eval"))
+
+
+def fmt(v, spec: str = ".1f") -> str:
+    """A number in a table, or a dash where there is none."""
+    return "—" if v is None else format(v, spec)
+
+
+def pyplot():
+    """matplotlib's pyplot on its files-only backend (no display), imported on first use."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save(fig, out: Path, dpi: int = 100) -> None:
+    """Lay a figure out, write it to `out` and free it."""
+    fig.tight_layout()
+    fig.savefig(out, dpi=dpi)
+    pyplot().close(fig)

@@ -18,12 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import matplotlib
-
-from hogwild_dqn.tools import TRAIN, resume_or_start
-
-matplotlib.use("Agg")  # files only, no display
-import matplotlib.pyplot as plt  # noqa: E402
+from hogwild_dqn.tools import TRAIN, pyplot, resume_or_start, save
 
 SETTINGS = {  # name -> (run dir name, train.py flags)
     "replay + target (DQN)": ("replay-target", []),
@@ -83,6 +78,7 @@ def table(results: dict[str, list[dict]], score: float) -> str:
 
 
 def plot(results: dict[str, list[dict]], out: Path) -> None:
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4))
     for name, runs in results.items():
         points = sorted({e["frames"] // 1000 for r in runs for e in r["evals"]})
@@ -95,9 +91,7 @@ def plot(results: dict[str, list[dict]], out: Path) -> None:
     ax.set_ylabel("evaluation mean return (mean over seeds)")
     ax.grid(alpha=0.3)
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
+    save(fig, out)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -40,8 +40,7 @@ from pathlib import Path
 from hogwild_dqn.config import ConfigError, Parser
 from hogwild_dqn.envs import resolve
 from hogwild_dqn.rundir import UNSCORED_EXIT, is_periodic
-from hogwild_dqn.tools import TRAIN, resume_or_start
-from hogwild_dqn.tools.report import ended, fmt
+from hogwild_dqn.tools import TRAIN, done, ended, fmt, pyplot, resume_or_start, save
 from hogwild_dqn.version import __version__
 from hogwild_dqn.version import commit as code_commit
 
@@ -104,11 +103,6 @@ def read_summary(args: argparse.Namespace, name: str) -> dict | None:
         kept = read_json(args.record / f"{name}.json")
         summary = kept if kept and done(kept) else summary
     return summary
-
-
-def done(summary: dict) -> bool:
-    """A summary of a run that needs nothing more (report.ended): ended, with its score."""
-    return ended(summary["status"], summary.get("final_eval"))
 
 
 def is_done(args: argparse.Namespace, name: str) -> bool:
@@ -306,10 +300,7 @@ def aggregate(scores: list[Score], seeds: list[int], reps: int) -> dict | None:
 
 
 def plot_profile(agg: dict, label: str, out: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only, no display
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.plot(agg["taus"], agg["profile"], label=label)
@@ -319,9 +310,7 @@ def plot_profile(agg: dict, label: str, out: Path) -> None:
     ax.set_title(f"performance profile over {len(agg['games'])} games (95% CI)")
     ax.grid(alpha=0.3)
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
+    save(fig, out)
 
 
 def units(games) -> tuple[str, str]:
@@ -332,10 +321,7 @@ def units(games) -> tuple[str, str]:
 def plot_curves(args: argparse.Namespace, ours: list[Score], theirs: list[Score], out: Path) -> None:
     """One panel per game: each run's periodic evaluations against frames, ours and the baseline's, its final
     score a dot at its last frame."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     cols = math.ceil(math.sqrt(len(args.games)))
     rows = math.ceil(len(args.games) / cols)
@@ -357,9 +343,7 @@ def plot_curves(args: argparse.Namespace, ours: list[Score], theirs: list[Score]
     for ax in axes.flat[len(args.games):]:
         ax.set_visible(False)
     fig.suptitle("periodic evaluations (lines) and final score (dots), one line per seed", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(out, dpi=90)
-    plt.close(fig)
+    save(fig, out, dpi=90)
 
 
 def write_csv(args: argparse.Namespace, ours: list[Score], theirs: list[Score], path: Path) -> None:

@@ -15,10 +15,7 @@ import csv
 import sys
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")  # files only, no display
-import matplotlib.pyplot as plt  # noqa: E402
+from hogwild_dqn.tools import pyplot, save
 
 NEEDED = ("frames", "wall_seconds", "mean_return")
 
@@ -58,6 +55,7 @@ def draw(inputs: list[tuple[Path, str]], out: Path, x: str, by: str | None, line
     if by and not any(split for _, split in read):
         raise CurvesError(f"--by {by}: no CSV has a column {by}")
     lines = [drawn for found, _ in read for drawn in found]
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4))
     for label, frames, wall, ret in lines:
         ax.plot(frames if x == "frames" else wall, ret, marker=".", label=label)
@@ -68,9 +66,7 @@ def draw(inputs: list[tuple[Path, str]], out: Path, x: str, by: str | None, line
     ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
+    save(fig, out)
     return len(lines)
 
 

@@ -16,14 +16,11 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import matplotlib
 import yaml
 
 from hogwild_dqn.config import variant
 from hogwild_dqn.rundir import is_periodic
-
-matplotlib.use("Agg")  # files only, no display
-import matplotlib.pyplot as plt  # noqa: E402
+from hogwild_dqn.tools import ended, fmt, pyplot, save
 
 # Reference scores for the speedup table when --score is not given (CartPole: the classic "solved" mark;
 # Atari: scores the paper's 16-thread agents passed early in training).
@@ -51,13 +48,6 @@ class Run:
     final: dict | None = None        # summary.json's final_eval: the last weights over many games, the score
     confirmed: dict | None = None    # summary.json's confirmed: frames and wall seconds to a confirmed --stop-return
     protocol: str | None = None      # the env as named beside its scores (None: a run before it was named)
-
-
-def ended(status: str, final) -> bool:
-    """A run that needs nothing more: it ran all its frames or stopped at a confirmed --stop-return ("solved:
-    ...", evaluation.stop_reason), and has its score, `final` (summary.json's final_eval). An unscored run (its final
-    evaluation cut) or one that failed is never done: make benchmark resumes it, the reports do not count it."""
-    return (status == "finished" or status.startswith("solved:")) and final is not None
 
 
 def read_run(path: Path) -> Run | None:
@@ -129,6 +119,7 @@ def plot_curves(runs: list[Run], x: str, out: Path) -> None:
     """
     algos = sorted({r.algo for r in runs})
     threads = sorted({r.threads for r in runs})
+    plt = pyplot()
     colours = {n: plt.cm.viridis(i / max(1, len(threads) - 1)) for i, n in enumerate(threads)}
     fig, axes = plt.subplots(1, len(algos), figsize=(5 * len(algos), 4), squeeze=False, sharey=True)
     for ax, algo in zip(axes[0], algos, strict=True):
@@ -144,13 +135,12 @@ def plot_curves(runs: list[Run], x: str, out: Path) -> None:
         ax.grid(alpha=0.3)
         ax.legend()
     axes[0][0].set_ylabel("evaluation mean return")
-    fig.tight_layout()
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
+    save(fig, out)
 
 
 def plot_bars(rows: list[dict], key: str, ylabel: str, out: Path, ideal: bool = False) -> None:
     """One line per algorithm of `key` against thread count (with the ideal linear speedup if asked)."""
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
     for algo in sorted({r["algo"] for r in rows}):
         pts = [(r["threads"], r[key]) for r in rows if r["algo"] == algo and r[key] is not None]
@@ -164,13 +154,7 @@ def plot_bars(rows: list[dict], key: str, ylabel: str, out: Path, ideal: bool = 
     ax.set_ylabel(ylabel)
     ax.legend()
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
-
-
-def fmt(v, spec: str = ".1f") -> str:
-    return "—" if v is None else format(v, spec)
+    save(fig, out)
 
 
 def write_report(logdir: Path, score: float | None) -> Path:
