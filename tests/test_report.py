@@ -8,7 +8,7 @@ import pytest
 
 from hogwild_dqn.config import Config
 from hogwild_dqn.rundir import new_run_dir
-from hogwild_dqn.tools.report import Run, main, read_runs, speedup_table, time_to_score
+from hogwild_dqn.tools.report import RunRecord, main, read_runs, speedup_table, time_to_score
 from tests.conftest import run_train, spawned_children, start_train, wait_gone
 
 
@@ -24,7 +24,7 @@ def test_run_names_show_the_sweep_and_never_collide(tmp_path):
 
 def _run(algo, threads, seed, times_and_returns):
     evals = [{"frames": 1000 * i, "wall_seconds": t, "mean_return": r} for i, (t, r) in enumerate(times_and_returns)]
-    return Run(Path(f"{algo}{threads}{seed}"), "Pong", algo, threads, seed, "finished", 100.0, evals)
+    return RunRecord(Path(f"{algo}{threads}{seed}"), "Pong", algo, threads, seed, "finished", 100.0, evals)
 
 
 def test_time_to_score_is_the_first_evaluation_reaching_it():

@@ -33,7 +33,7 @@ class ReportError(ValueError):
 
 
 @dataclass
-class Run:
+class RunRecord:
     """What the report needs of one run dir."""
     path: Path
     game: str
@@ -50,7 +50,7 @@ class Run:
     protocol: str | None = None      # the env as named beside its scores (None: a run before it was named)
 
 
-def read_run(path: Path) -> Run | None:
+def read_run(path: Path) -> RunRecord | None:
     """A run dir is a folder with a config.yaml; its results come from summary.json, else the event files."""
     cfg_file = path / "config.yaml"
     if not cfg_file.is_file():
@@ -60,12 +60,12 @@ def read_run(path: Path) -> Run | None:
     summary_file = path / "summary.json"
     if summary_file.is_file():
         s = json.loads(summary_file.read_text())
-        return Run(path, s["game"], algo, s["threads"], s["seed"], s["status"], s["frames_per_second"],
+        return RunRecord(path, s["game"], algo, s["threads"], s["seed"], s["status"], s["frames_per_second"],
                    s["evals"], s.get("frames"), s.get("wall_seconds"), s.get("final_eval"), s.get("confirmed"),
                    s.get("protocol"))
     evals = evals_from_events(path)
     last = evals[-1] if evals else {}
-    return Run(path, cfg.get("game", "?"), algo, cfg.get("threads") or 0, cfg.get("seed", 0),
+    return RunRecord(path, cfg.get("game", "?"), algo, cfg.get("threads") or 0, cfg.get("seed", 0),
                "unfinished (no summary.json)", None, evals, last.get("frames"), last.get("wall_seconds"))
 
 
@@ -82,7 +82,7 @@ def evals_from_events(path: Path) -> list[dict]:
     return [{"frames": e.step, "wall_seconds": e.wall_time - t0, "mean_return": e.value} for e in points]
 
 
-def read_runs(logdir: Path) -> list[Run]:
+def read_runs(logdir: Path) -> list[RunRecord]:
     return [r for r in (read_run(p.parent) for p in sorted(logdir.rglob("config.yaml"))) if r is not None]
 
 
@@ -92,7 +92,7 @@ def time_to_score(evals: list[dict], score: float) -> float | None:
     return next((e["wall_seconds"] for e in evals if not e.get("confirmation") and e["mean_return"] >= score), None)
 
 
-def speedup_table(runs: list[Run], score: float) -> list[dict]:
+def speedup_table(runs: list[RunRecord], score: float) -> list[dict]:
     """Per algorithm and thread count: median time to `score` over seeds, and the speedup over 1 thread.
 
     A thread count none of whose runs reached the score has time None; speedups need 1 thread's time.
@@ -112,7 +112,7 @@ def speedup_table(runs: list[Run], score: float) -> list[dict]:
     return rows
 
 
-def plot_curves(runs: list[Run], x: str, out: Path) -> None:
+def plot_curves(runs: list[RunRecord], x: str, out: Path) -> None:
     """Eval return of every run against frames or wall time: a panel per algorithm, a colour per thread count.
 
     Dotted lines are unfinished runs.
