@@ -140,6 +140,7 @@ def test_holder_lost_stops_cleanly_and_resume_continues(cluster, tmp_path):
     assert "the parameter holder is gone" in err and f"--resume {run}" in err
     ckpt = load_checkpoint(run / "checkpoint.pt", "CartPole-v1", "a3c")  # intact
     more = ckpt["frames"] + 10000
+    first_session = set(run.glob("*/events.out.tfevents.*"))
     r = run_train("--resume", run, "--frames", more, "--cluster", cluster.address, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     s = read_summary(run)
@@ -150,9 +151,13 @@ def test_holder_lost_stops_cleanly_and_resume_continues(cluster, tmp_path):
     at_checkpoint = lr * max(0.0, 1 - f0 / 200000)
     resumed = load_checkpoint(run / "checkpoint.pt", "CartPole-v1", "a3c")
     assert resumed["lr_start"][0] == f0 and resumed["lr_start"][1] == pytest.approx(at_checkpoint)
-    rates = EventAccumulator(str(run)).Reload().Scalars("charts/learning_rate")
-    after = [e.value for e in rates if e.step > f0]
-    assert after and max(after) <= at_checkpoint + 1e-9, (at_checkpoint, max(after))
+    after = []  # every machine's worker 0 logs the rate; the resumed session's files, shipped to <run>/<node>/
+    for events in set(run.glob("*/events.out.tfevents.*.worker0")) - first_session:
+        rates = EventAccumulator(str(events)).Reload().Scalars("charts/learning_rate")
+        after += [(e.step, e.value) for e in rates]
+    assert after and max(r for _, r in after) <= at_checkpoint + 1e-9, (at_checkpoint, after)
+    for f, r in after:  # on the line from the checkpoint's rate at f0 to 0 at the new --frames
+        assert r == pytest.approx(at_checkpoint * max(0, more - f) / (more - f0), rel=1e-5, abs=1e-9), (f, r)
 
 
 def test_single_machine_runs_never_import_ray(tmp_path):
