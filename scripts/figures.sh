@@ -20,3 +20,6 @@ for axis in frames wall_seconds; do
     --title "Pong, A3C, confirmed stops (d596905; 30-game confirmations at the stop)" \
     docs/pong_confirmed_evals.csv="A3C,"
 done
+$PY -m hogwild_dqn.tools.curves --x frames --by seed --line 18 --out docs/ppo_pong_frames.png \
+  --title "Pong: PPO (seed 1) beside A3C (seeds 1-3), confirmed stops" \
+  docs/ppo_pong_evals.csv="PPO," docs/pong_confirmed_evals.csv="A3C,"
