@@ -57,9 +57,10 @@ def _cannot_render(cfg: Config) -> bool:
     return not _RENDERS[cfg.game]
 
 
-def best_episode_gif(policy: Policy, cfg: Config, frames: int) -> bytes | None:
+def best_episode_gif(policy: Policy, cfg: Config, frames: int, alive=None) -> bytes | None:
     """One more game on a rendering env; its first --video-steps screens as an animated GIF (screens over 300
-    wide are halved). None where the game cannot be drawn here (MuJoCo without OpenGL)."""
+    wide are halved). None where the game cannot be drawn here (MuJoCo without OpenGL). `alive`: see
+    play_episode."""
     if _cannot_render(cfg):
         return None
     env = make_env(cfg, cfg.seed + EVAL_SEED_OFFSET + frames, for_eval=True, render=True)
@@ -70,7 +71,7 @@ def best_episode_gif(policy: Policy, cfg: Config, frames: int) -> bytes | None:
             screens.append(screen[::2, ::2] if screen.shape[1] > 300 else screen)
 
     try:
-        play_episode(policy, env, keep)
+        play_episode(policy, env, keep, alive)
     finally:
         env.close()
     return metrics.encode_gif(screens)

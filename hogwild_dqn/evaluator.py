@@ -73,7 +73,8 @@ def run_evaluator(run: Run, shared: SharedState, best: float, evals: list, repor
             games = cfg.final_eval_episodes if final else cfg.eval_episodes
             result = {"final": final, **play_games(policy, env, games, alive)}
             point = _report(run, result, frames, device, report, history)
-            gif = best_episode_gif(policy, cfg, frames) if cfg.video_steps and recorder.is_new_best(result) else None
+            new_best = cfg.video_steps and recorder.is_new_best(result)
+            gif = best_episode_gif(policy, cfg, frames, alive) if new_best else None
             recorder.record(result, frames, lambda best, state=state: {**state, "best_eval_return": best}, gif)
             if needs_confirmation(result, cfg.stop_return):  # the same weights, over as many games as a final one
                 result = confirmation(play_games(policy, env, cfg.final_eval_episodes, alive), cfg.stop_return)

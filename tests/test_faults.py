@@ -148,7 +148,7 @@ def test_an_evaluator_orphaned_during_its_games_stops_within_seconds(tmp_path):
     evaluator, which now asks for its parent between steps of a game too, are gone within 5 s."""
     run = tmp_path / "run"
     proc = start_train(run, "--game", "CartPole-v1", "--threads", 2, "--frames", 10**9, "--eval-every", 2000,
-                       "--eval-episodes", 100000)
+                       "--eval-episodes", 100000, "--video-steps", 0)
     children = spawned_children(proc.pid)
     deadline = time.time() + 120
     while not list(run.glob("events.out.tfevents.*.evaluator")) and time.time() < deadline:
@@ -159,7 +159,8 @@ def test_an_evaluator_orphaned_during_its_games_stops_within_seconds(tmp_path):
     proc.wait(timeout=10)
     t0 = time.time()
     left = wait_gone(children, 5)
-    assert not left, f"{len(left)} children still running {time.time() - t0:.0f} s after the runner's SIGKILL"
+    names = {c.pid: n for c, n in zip(children, ("worker0", "worker1", "evaluator"), strict=True)}
+    assert not left, f"{[names[c.pid] for c in left]} still running {time.time() - t0:.0f} s after the runner's SIGKILL"
 
 
 def test_a_test_that_times_out_leaves_no_trainer_behind(tmp_path):
