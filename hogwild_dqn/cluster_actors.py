@@ -17,11 +17,10 @@ from hogwild_dqn import metrics
 from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.checkpoint import atomic_save, checkpoint_state
 from hogwild_dqn.config import Config
-from hogwild_dqn.envs import EnvSpec, make_env
-from hogwild_dqn.evaluation import Recorder, best_episode_gif, confirmation, play_games
+from hogwild_dqn.envs import EnvSpec
+from hogwild_dqn.evaluation import Recorder, best_episode_gif, confirmation, evaluation_player, play_games
 from hogwild_dqn.faults import NonFinite
 from hogwild_dqn.networks import network_for
-from hogwild_dqn.policy import EVAL_SEED_OFFSET, Policy
 from hogwild_dqn.processes import Processes
 from hogwild_dqn.rundir import Run, confirmed, make_summary
 from hogwild_dqn.shared import STOP, all_finite, new_shared_state
@@ -273,9 +272,7 @@ class Evaluator:
     def __init__(self, cfg: Config, spec: EnvSpec):
         torch.set_num_threads(1)
         self.cfg = cfg
-        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        self.policy = Policy(network_for(cfg, spec), cfg, self.device, cfg.seed + EVAL_SEED_OFFSET)
-        self.env = make_env(cfg, cfg.seed + EVAL_SEED_OFFSET, for_eval=True)
+        self.device, self.policy, self.env = evaluation_player(cfg, spec)
 
     def evaluate(self, weights, frames: int, best: float, kind: str = "periodic") -> dict:
         """Play the weights: "periodic" (--eval-episodes games; above `best`, the holder's best so far, also one

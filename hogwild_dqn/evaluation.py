@@ -13,11 +13,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from hogwild_dqn import metrics
 from hogwild_dqn.checkpoint import atomic_save
 from hogwild_dqn.config import Config
 from hogwild_dqn.envs import make_env, render_problem
+from hogwild_dqn.networks import network_for
 from hogwild_dqn.policy import EVAL_SEED_OFFSET, Policy, play_episode
 from hogwild_dqn.rundir import is_periodic
 
@@ -31,6 +33,15 @@ def points_skipped(evaluated: int, now: int, every: int) -> int:
     """Evaluation points that training passed while the evaluation at `evaluated` frames was played; the next
     evaluation takes the newest weights (at `now`) and stands for the last of them."""
     return max(0, now // every - evaluated // every - 1)
+
+
+def evaluation_player(cfg: Config, spec) -> tuple[torch.device, Policy, object]:
+    """What an evaluator plays with, on one machine or a cluster: the device (CUDA where there is one: touched
+    here, in the evaluator's own process), a policy on the run's network seeded apart from the workers, and an
+    evaluation env (raw rewards, whole games)."""
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    policy = Policy(network_for(cfg, spec), cfg, device, cfg.seed + EVAL_SEED_OFFSET)
+    return device, policy, make_env(cfg, cfg.seed + EVAL_SEED_OFFSET, for_eval=True)
 
 
 def play_games(policy: Policy, env, episodes: int, alive=None) -> dict:

@@ -12,19 +12,18 @@ import torch
 
 from hogwild_dqn import metrics
 from hogwild_dqn.checkpoint import atomic_save, snapshot
-from hogwild_dqn.envs import make_env
 from hogwild_dqn.evaluation import (
     Recorder,
     best_episode_gif,
     confirmation,
+    evaluation_player,
     needs_confirmation,
     next_point,
     play_games,
     points_skipped,
 )
 from hogwild_dqn.faults import NonFinite
-from hogwild_dqn.networks import network_for
-from hogwild_dqn.policy import EVAL_SEED_OFFSET, Orphaned, Policy
+from hogwild_dqn.policy import Orphaned
 from hogwild_dqn.rundir import Run, eval_record
 from hogwild_dqn.shared import WORKERS_DONE, SharedState, all_finite
 
@@ -44,9 +43,7 @@ def run_evaluator(run: Run, shared: SharedState, best: float, evals: list, repor
     weights are written as checkpoint.pt, their games are the run's final evaluation and the evaluator exits
     (the runner, told by the evaluation, stops the run and keeps that checkpoint)."""
     cfg = run.cfg
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    policy = Policy(network_for(cfg, run.spec), cfg, device, cfg.seed + EVAL_SEED_OFFSET)
-    env = make_env(cfg, cfg.seed + EVAL_SEED_OFFSET, for_eval=True)
+    device, policy, env = evaluation_player(cfg, run.spec)
     writer = metrics.make_writer(run.run_dir, "evaluator")
     recorder = Recorder(run.run_dir, writer, best)
     next_eval = next_point(shared.frames(), cfg.eval_every)
