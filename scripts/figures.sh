@@ -23,3 +23,6 @@ done
 $PY -m hogwild_dqn.tools.curves --x frames --by seed --line 18 --out docs/ppo_pong_frames.png \
   --title "Pong: PPO (seed 1) beside A3C (seeds 1-3), confirmed stops" \
   docs/ppo_pong_evals.csv="PPO," docs/pong_confirmed_evals.csv="A3C,"
+$PY -m hogwild_dqn.tools.curves --x frames --title "Breakout, seed 1, FIRE reset: PPO beside A3C" \
+  --out docs/ppo_breakout_frames.png docs/ppo_breakout_evals.csv="PPO (44e8e06)" \
+  docs/breakout_fire_evals.csv="A3C (03a8c7e)"
