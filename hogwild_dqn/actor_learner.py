@@ -15,6 +15,7 @@ import torch
 from hogwild_dqn import metrics
 from hogwild_dqn.envs import make_env
 from hogwild_dqn.faults import NonFinite
+from hogwild_dqn.networks import network_for
 from hogwild_dqn.rundir import Run
 from hogwild_dqn.schedules import draw_final_epsilon, epsilon, learning_rate
 from hogwild_dqn.seeding import worker_streams
@@ -25,6 +26,7 @@ from hogwild_dqn.shared import (
     claim_exploration,
     maybe_sync_target,
     push_gradients,
+    sync_local,
 )
 
 
@@ -44,6 +46,15 @@ class ActorLearner:
         self.writer = metrics.make_writer(run.run_dir, f"worker{rank}")
         self.frames, self.updates, self.sums = shared.frames(), 0, {}
         self.parent = os.getppid()  # if the runner is killed outright, this changes and the worker stops by itself
+
+    def local_copy(self) -> tuple[torch.nn.Module, Callable[[], None]]:
+        """A local network of the run, and the sync that refreshes it from the shared model: the weights, and the
+        observation statistics (buffers, --obs-normalize) where there are such. Both lists are built once here,
+        not at every sync."""
+        net = network_for(self.cfg, self.run.spec)
+        mine = list(net.parameters()) + list(net.buffers())
+        shared = list(self.shared.model.parameters()) + list(self.shared.model.buffers())
+        return net, lambda: sync_local(mine, shared)
 
     def epsilon(self) -> np.ndarray:
         """Each game's exploration epsilon now (annealed over global frames)."""

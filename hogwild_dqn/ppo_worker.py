@@ -20,9 +20,9 @@ from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.algorithms.a3c import log_prob_entropy
 from hogwild_dqn.algorithms.ppo import Minibatch
 from hogwild_dqn.algorithms.returns import gae
-from hogwild_dqn.networks import network_for, obs_norm
+from hogwild_dqn.networks import obs_norm
 from hogwild_dqn.rundir import Run
-from hogwild_dqn.shared import STOP, SharedState, sync_local
+from hogwild_dqn.shared import STOP, SharedState
 
 
 class PPO:
@@ -31,11 +31,9 @@ class PPO:
     def __init__(self, worker: ActorLearner):
         self.w, cfg, spec = worker, worker.cfg, worker.run.spec
         self.loss_fn = ALGORITHMS[cfg.algo].loss
-        self.local = network_for(cfg, spec)
+        self.local, self.sync = worker.local_copy()
         self.params = list(self.local.parameters())
         self.shared_norm = obs_norm(worker.shared.model)  # --obs-normalize: all workers' observations feed it
-        self.synced = self.params + list(self.local.buffers())
-        self.shared_synced = list(worker.shared.model.parameters()) + list(worker.shared.model.buffers())
         E, T = cfg.envs_per_worker, cfg.t_max
         obs_dtype = torch.uint8 if spec.is_atari else torch.float32
         self.obs = torch.zeros((E, T, *spec.obs_shape), dtype=obs_dtype)
@@ -50,7 +48,7 @@ class PPO:
     def step(self) -> None:
         """One rollout, its advantages, its epochs; then the frames are counted and metrics logged."""
         w = self.w
-        sync_local(self.synced, self.shared_synced)
+        self.sync()
         version = int(w.shared.worker_updates.sum())  # the acting weights' place among all workers' updates
         self.play()
         if self.shared_norm is not None:  # acted with the statistics as synced; the next rollout has these
@@ -109,7 +107,7 @@ class PPO:
                     return
                 rows = torch.from_numpy(rows)
                 obs, actions, log_probs, values, adv, returns = (x[rows] for x in flat)
-                sync_local(self.synced, self.shared_synced)
+                self.sync()
                 out = self.local(obs)
                 loss, info = self.loss_fn(out, Minibatch(actions, log_probs, values, adv, returns), clip=cfg.ppo_clip,
                                           value_coef=cfg.value_coef, entropy_beta=cfg.entropy_beta,

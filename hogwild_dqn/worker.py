@@ -15,9 +15,9 @@ from hogwild_dqn.acting import act_many, sample
 from hogwild_dqn.actor_learner import ActorLearner
 from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.algorithms.returns import Segment
-from hogwild_dqn.networks import is_recurrent, network_for, obs_norm
+from hogwild_dqn.networks import is_recurrent, obs_norm
 from hogwild_dqn.rundir import Run
-from hogwild_dqn.shared import SharedState, sync_local
+from hogwild_dqn.shared import SharedState
 
 
 class GameStates:
@@ -100,13 +100,10 @@ class OnPolicy:
         self.algo = algo = ALGORITHMS[cfg.algo]
         self.loss_fn = functools.partial(algo.loss, gamma=cfg.gamma, entropy_beta=cfg.entropy_beta,
                                          value_coef=cfg.value_coef, gae_lambda=cfg.gae_lambda)
-        self.local = network_for(cfg, spec)
+        self.local, self.sync = worker.local_copy()
         self.states = GameStates(self.local, cfg.envs_per_worker) if is_recurrent(self.local) else None
         self.params = list(self.local.parameters())
         self.shared_norm = obs_norm(worker.shared.model)  # --obs-normalize: all workers' observations feed it
-        # what a sync copies: the weights, and the observation statistics (buffers) where there are such
-        self.synced = self.params + list(self.local.buffers())
-        self.shared_synced = list(worker.shared.model.parameters()) + list(worker.shared.model.buffers())
         self.rollout = new_rollout(spec, cfg.envs_per_worker, cfg.t_max)
         self.obs_np, self.act_np, self.rew_np, self.term_np, self.trunc_np = (t.numpy() for t in self.rollout[:5])
         for k, env in enumerate(worker.envs):
@@ -130,7 +127,7 @@ class OnPolicy:
 
     def step(self) -> None:
         """One segment: act, learn, log, and set up the next segment."""
-        sync_local(self.synced, self.shared_synced)
+        self.sync()
         self.eps = self.w.epsilon()
         if self.states is not None:
             self.rollout = self.rollout._replace(state0=self.states.start())
