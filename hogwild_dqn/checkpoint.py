@@ -31,6 +31,11 @@ def atomic_save(obj, path: Path) -> None:
     atomic_write(path, lambda f: torch.save(obj, f))
 
 
+def atomic_json(obj, path: Path) -> None:
+    """A JSON file of the run (summary.json), written as atomic_save writes a checkpoint."""
+    atomic_write(path, lambda f: f.write(json.dumps(obj, indent=2).encode()))
+
+
 def atomic_write(path: Path, write) -> None:
     """atomic_save's temporary file, fsync and rename around `write(binary file)`."""
     path, tmp = Path(path), None

@@ -5,7 +5,6 @@ Plain classes: the driver wraps them with ray.remote, and only NodePool.run and 
 
 from __future__ import annotations
 
-import json
 import tempfile
 import time
 from pathlib import Path
@@ -15,7 +14,7 @@ import torch
 
 from hogwild_dqn import metrics
 from hogwild_dqn.algorithms import ALGORITHMS
-from hogwild_dqn.checkpoint import atomic_save, checkpoint_state
+from hogwild_dqn.checkpoint import atomic_json, atomic_save, checkpoint_state
 from hogwild_dqn.config import Config
 from hogwild_dqn.envs import EnvSpec
 from hogwild_dqn.evaluation import Recorder, best_episode_gif, confirmation, evaluation_player, play_games
@@ -155,9 +154,7 @@ class ParameterHolder:
                               "frames_per_node": self.node_frames,
                               "sync_seconds_median": sync[len(sync) // 2] if sync else None,
                               "syncs": len(sync), "sync_bytes": self.flat.numel() * self.flat.element_size()}
-        tmp = self.run_dir / ".summary.json.tmp"
-        tmp.write_text(json.dumps(summary, indent=2))
-        tmp.replace(self.run_dir / "summary.json")
+        atomic_json(summary, self.run_dir / "summary.json")
         return summary
 
     def finish(self, reason: str, nodes: list[str]) -> dict:

@@ -135,10 +135,7 @@ class Processes:
             if w.proc.exitcode in (None, 0):
                 continue
             why = self.why(w)
-            if w.proc.exitcode == NONFINITE_EXIT:
-                self.nonfinite = True
-                return why
-            if w.proc.exitcode == WRITE_EXIT:  # the disk stays full for a restarted process too
+            if self.fatal(w):
                 return why
             if self.restarts >= self.cfg.max_restarts:
                 return f"{w.name} died ({why}) and the {self.cfg.max_restarts} restarts allowed are used up"
@@ -149,10 +146,7 @@ class Processes:
             self.workers[rank] = self._worker(rank, self.restarts)
         if self.evaluator is not None and self.evaluator.proc.exitcode not in (None, 0):
             why = self.why(self.evaluator)
-            if self.evaluator.proc.exitcode == NONFINITE_EXIT:
-                self.nonfinite = True
-                return why
-            if self.evaluator.proc.exitcode == WRITE_EXIT:
+            if self.fatal(self.evaluator):
                 return why
             if self.eval_restarts >= EVAL_RESTARTS:
                 return f"evaluator died {self.eval_restarts + 1} times (last: {why})"
@@ -161,6 +155,12 @@ class Processes:
             self.evaluator.conn.close()
             self.evaluator = self._evaluator()
         return None
+
+    def fatal(self, child: Child) -> bool:
+        """Whether a dead child met what a restart would meet again: NaN/Inf (then the run keeps its last good
+        checkpoint: `nonfinite`) or a file it could not write (a full disk)."""
+        self.nonfinite |= child.proc.exitcode == NONFINITE_EXIT
+        return child.proc.exitcode in (NONFINITE_EXIT, WRITE_EXIT)
 
     def best(self) -> float:
         return best_periodic(self.best0, self.evals)

@@ -3,7 +3,6 @@ write the final checkpoint and summary."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -14,7 +13,7 @@ import torch.multiprocessing as mp
 
 from hogwild_dqn import config, metrics
 from hogwild_dqn.algorithms import ALGORITHMS
-from hogwild_dqn.checkpoint import WriteFailed, atomic_save, atomic_write, resume_point, snapshot
+from hogwild_dqn.checkpoint import WriteFailed, atomic_json, atomic_save, resume_point, snapshot
 from hogwild_dqn.config import Config, ConfigError, first_line
 from hogwild_dqn.console import STATUS, finishing
 from hogwild_dqn.envs import env_spec
@@ -75,7 +74,7 @@ def run(cfg: Config, resume: str | None = None) -> int:
         try:  # a full disk: one line, and the files as they were (atomic writes)
             if not kept and not broken:
                 atomic_save(snapshot(shared, frames, best, run), run_dir / "checkpoint.pt")
-            atomic_write(run_dir / "summary.json", lambda f: f.write(json.dumps(summary, indent=2).encode()))
+            atomic_json(summary, run_dir / "summary.json")
         except WriteFailed as e:
             print(f"train.py: error: {e}", file=sys.stderr)
             writer.close()
