@@ -71,19 +71,20 @@ class Orphaned(Exception):
 def play_episode(policy: Policy, env, on_screen: Callable[[np.ndarray], None] | None = None,
                  alive: Callable[[], bool] | None = None) -> float:
     """One whole game; its raw score. `on_screen` sees every screen (env.render()) before the agent acts;
-    `alive` is asked every 100 steps (a game can last minutes) and its False raises Orphaned."""
+    `alive` is asked as the game starts and every 100 steps (a game can last minutes; games shorter than 100
+    steps are asked once each) and its False raises Orphaned."""
     obs, _ = env.reset()
     policy.reset()
     steps = 0
     while True:
+        if alive is not None and steps % 100 == 0 and not alive():
+            raise Orphaned()
         if on_screen is not None:
             on_screen(env.render())
         obs, _, term, trunc, info = env.step(policy.act(obs))
         if term or trunc:
             return float(info["episode"]["r"])
         steps += 1
-        if alive is not None and steps % 100 == 0 and not alive():
-            raise Orphaned()
 
 
 def policy_file(run_dir: Path, best: bool = False) -> Path:

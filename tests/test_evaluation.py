@@ -14,6 +14,7 @@ from hogwild_dqn.evaluation import (
     confirmation,
     needs_confirmation,
     next_point,
+    play_games,
     points_skipped,
     stop_reason,
 )
@@ -176,3 +177,29 @@ def test_a_confirmation_that_fails_lets_training_go_on(tmp_path):
     assert s["final_eval"]["episodes"] == 30 and s["evals"][-1]["final"] and "confirmation" not in s["evals"][-1]
     assert s["best_eval_return"] == max(e["mean_return"] for e in s["evals"] if not e["final"]
                                         and not e.get("confirmation"))
+
+
+def test_an_orphaned_evaluation_stops_at_its_next_game_however_short_the_games():
+    """`alive` answers False on its third question: play_games raises Orphaned there, although every game of an
+    untrained CartPole agent is shorter than the 100 steps between questions within a game (before the fix such
+    games were never asked, and an evaluator orphaned during 100,000 short games played on)."""
+    from hogwild_dqn.config import Config
+    from hogwild_dqn.envs import env_spec, make_env
+    from hogwild_dqn.networks import network_for
+    from hogwild_dqn.policy import Orphaned, Policy
+
+    cfg = Config(game="CartPole-v1")
+    torch.manual_seed(0)
+    policy, env = Policy(network_for(cfg, env_spec(cfg)), cfg), make_env(cfg, 0, for_eval=True)
+    asked = []
+
+    def alive() -> bool:
+        asked.append(True)
+        return len(asked) < 3
+
+    try:
+        with pytest.raises(Orphaned):
+            play_games(policy, env, 1000, alive)
+    finally:
+        env.close()
+    assert len(asked) == 3
