@@ -6,7 +6,6 @@ loop body (`step`)."""
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable
 
 import numpy as np
@@ -14,7 +13,7 @@ import torch
 
 from hogwild_dqn import metrics
 from hogwild_dqn.envs import make_env
-from hogwild_dqn.faults import NonFinite
+from hogwild_dqn.faults import NonFinite, runner_alive
 from hogwild_dqn.networks import network_for
 from hogwild_dqn.rundir import Run
 from hogwild_dqn.schedules import draw_final_epsilon, epsilon, learning_rate
@@ -45,7 +44,7 @@ class ActorLearner:
         self.envs = [make_env(cfg, s, for_eval=False) for s in env_seeds]
         self.writer = metrics.make_writer(run.run_dir, f"worker{rank}")
         self.frames, self.updates, self.sums = shared.frames(), 0, {}
-        self.parent = os.getppid()  # if the runner is killed outright, this changes and the worker stops by itself
+        self.runner_alive = runner_alive()
 
     def local_copy(self) -> tuple[torch.nn.Module, Callable[[], None]]:
         """A local network of the run, and the sync that refreshes it from the shared model: the weights, and the
@@ -108,7 +107,7 @@ class ActorLearner:
         self.sums = {}
 
     def running(self) -> bool:
-        return not self.shared.is_set(STOP) and self.frames < self.cfg.frames and os.getppid() == self.parent
+        return not self.shared.is_set(STOP) and self.frames < self.cfg.frames and self.runner_alive()
 
     def loop(self, step: Callable[[], None]) -> None:
         """Call `step` until the run stops (its frames, the stop flag, the runner gone); then close up. A

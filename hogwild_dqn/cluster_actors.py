@@ -22,7 +22,7 @@ from hogwild_dqn.faults import NonFinite
 from hogwild_dqn.networks import network_for
 from hogwild_dqn.processes import Processes
 from hogwild_dqn.rundir import Run, confirmed, make_summary
-from hogwild_dqn.shared import STOP, all_finite, new_shared_state
+from hogwild_dqn.shared import STOP, all_finite, new_shared_state, sync_local, target_epoch_due
 
 NEVER = 2**62            # a machine's workers never copy the target network: the holder's copy is pushed to them
 SYNC_TIMEOUT = 60        # an exchange unanswered this long: the holder is treated as gone
@@ -42,11 +42,9 @@ def _pieces(params: list[torch.Tensor], flat) -> list[tuple[torch.Tensor, torch.
     return out
 
 
-@torch.no_grad()
 def _assign(params: list[torch.Tensor], flat) -> None:
-    """Copy a flat vector into parameters in place (they may live in shared memory: never rebind .data)."""
-    for p, piece in _pieces(params, flat):
-        p.copy_(piece)
+    """Copy a flat vector into parameters in place (the one parameter copy: shared.sync_local)."""
+    sync_local(params, [piece for _, piece in _pieces(params, flat)])
 
 
 @torch.no_grad()
@@ -95,9 +93,11 @@ class ParameterHolder:
         self.flat += torch.tensor(delta)  # a copy: arrays from Ray's object store are read-only
         self.frames += frames
         self.node_frames[node] = self.node_frames.get(node, 0) + frames
-        if self.target is not None and self.frames // self.cfg.target_update > self.target_epoch:
+        epoch = None if self.target is None else target_epoch_due(self.frames, self.cfg.target_update,
+                                                                  self.target_epoch)
+        if epoch is not None:
             self.target[:] = self.flat
-            self.target_epoch = self.frames // self.cfg.target_update
+            self.target_epoch = epoch
         if sync_seconds is not None:
             self.sync_seconds.append(sync_seconds)
             self.writer.add_scalar(f"cluster/sync_seconds/{node}", sync_seconds, self.frames)

@@ -4,7 +4,6 @@ and checkpoint.pt. Workers never wait for it."""
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 
@@ -22,7 +21,7 @@ from hogwild_dqn.evaluation import (
     play_games,
     points_skipped,
 )
-from hogwild_dqn.faults import NonFinite
+from hogwild_dqn.faults import NonFinite, runner_alive
 from hogwild_dqn.policy import Orphaned
 from hogwild_dqn.rundir import Run, eval_record
 from hogwild_dqn.shared import WORKERS_DONE, SharedState, all_finite
@@ -50,11 +49,7 @@ def run_evaluator(run: Run, shared: SharedState, best: float, evals: list, repor
     # every evaluation so far goes into checkpoint.pt: a run killed outright writes no summary.json, and its
     # resume takes them from there (checkpoint.resume_point)
     history = [eval_record(e) for e in evals]
-    parent = os.getppid()
-
-    def alive() -> bool:  # an orphan (runner killed outright) stops by itself, between games and within one
-        return os.getppid() == parent
-
+    alive = runner_alive()  # an orphan stops by itself, between games and within one
     try:
         while alive():
             final = shared.is_set(WORKERS_DONE)

@@ -170,7 +170,9 @@ def build_shared(model: nn.Module, target: nn.Module | None, cfg: Config, thread
 
 @torch.no_grad()
 def sync_local(local_params: list[torch.Tensor], shared_params: list[torch.Tensor]) -> None:
-    """Refresh a worker's local copy in place; the worker builds both parameter lists once, not per segment."""
+    """Copy tensors into tensors in place (a worker's local copy from the shared model, the target from the
+    model, a cluster machine's weights from the holder's): never rebind .data, the targets may live in shared
+    memory. A worker builds both lists once, not per segment."""
     torch._foreach_copy_(local_params, shared_params)
 
 
@@ -200,15 +202,22 @@ def add_frames(shared: SharedState, rank: int, n: int) -> int:
     return shared.frames()
 
 
+def target_epoch_due(frames: int, target_update: int, copied: int) -> int | None:
+    """The target rule, on one machine and on a cluster's holder: the target network is copied when the global
+    `frames` enter a `target_update` interval later than the one `copied` last; return that interval, or None."""
+    epoch = frames // target_update
+    return epoch if epoch > copied else None
+
+
 @torch.no_grad()
 def maybe_sync_target(shared: SharedState, frames: int, target_update: int) -> bool:
     """Worker 0 only: copy the target network if `frames` is in an interval not yet copied."""
-    if shared.target is None or frames // target_update <= int(shared.target_epoch[0]):
+    epoch = None if shared.target is None else target_epoch_due(frames, target_update, int(shared.target_epoch[0]))
+    if epoch is None:
         return False
-    for tp, p in zip([*shared.target.parameters(), *shared.target.buffers()],
-                     [*shared.model.parameters(), *shared.model.buffers()], strict=True):
-        tp.copy_(p)  # buffers too: the observation statistics of --obs-normalize
-    shared.target_epoch[0] = frames // target_update
+    sync_local([*shared.target.parameters(), *shared.target.buffers()],
+               [*shared.model.parameters(), *shared.model.buffers()])  # buffers too: --obs-normalize's statistics
+    shared.target_epoch[0] = epoch
     return True
 
 

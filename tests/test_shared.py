@@ -7,6 +7,7 @@ import torch.multiprocessing as mp
 from torch import nn
 
 from hogwild_dqn.config import Config
+from hogwild_dqn.networks import network_for
 from hogwild_dqn.processes import run_child
 from hogwild_dqn.shared import (
     SharedAdam,
@@ -16,6 +17,7 @@ from hogwild_dqn.shared import (
     maybe_sync_target,
     push_gradients,
     sync_local,
+    target_epoch_due,
 )
 
 
@@ -201,3 +203,29 @@ def test_frames_count_and_target_sync_once_per_interval_reached_across_processes
     assert maybe_sync_target(shared, shared.frames(), 100) == behind  # worker 0's catch-up as it stops
     assert not maybe_sync_target(shared, shared.frames(), 100)  # never twice for one interval
     assert int(shared.target_epoch[0]) == 630 and torch.equal(shared.target.weight, shared.model.weight)
+
+
+def test_one_target_rule_and_one_parameter_copy_for_a_machine_and_a_cluster_holder():
+    """The cluster's holder copies its target by the single machine's rule (shared.target_epoch_due), and its
+    flat vectors land in parameters through the single machine's copy (sync_local): the same intervals copied,
+    the same values, in place."""
+    from hogwild_dqn.cluster_actors import ParameterHolder, _assign, _flat
+    from hogwild_dqn.envs import env_spec
+
+    assert [target_epoch_due(f, 100, 0) for f in (0, 99, 100, 250)] == [None, None, 1, 2]
+    assert target_epoch_due(250, 100, 2) is None and target_epoch_due(300, 100, 2) == 3
+
+    cfg = Config(game="CartPole-v1", algo="q1", target_update=100)
+    spec = env_spec(cfg)
+    shared = build_shared(*(network_for(cfg, spec) for _ in range(2)), cfg, 1)
+    holder = object.__new__(ParameterHolder)  # its exchange alone, without a run dir and tensorboard writer
+    holder.cfg, holder.frames, holder.target_epoch, holder.node_frames, holder.stop = cfg, 0, 0, {}, False
+    holder.flat = _flat(list(shared.model.parameters())).clone()
+    holder.target = holder.flat.clone()
+    for frames in (60, 60, 60, 130, 30, 200):
+        delta = np.full(holder.flat.numel(), 0.01, dtype=np.float32)
+        reply = holder.exchange("n0", delta, frames, -1, None)
+        _assign(list(shared.model.parameters()), reply["weights"])  # what a machine's bridge does
+        copied = maybe_sync_target(shared, holder.frames, cfg.target_update)
+        assert holder.target_epoch == int(shared.target_epoch[0]) == holder.frames // 100
+        assert torch.equal(_flat(list(shared.target.parameters())), holder.target), (frames, copied)
