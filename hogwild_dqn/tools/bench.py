@@ -38,9 +38,11 @@ import torch.multiprocessing as mp
 from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.config import Config, default_preset, read_yaml
 from hogwild_dqn.envs import env_spec
-from hogwild_dqn.processes import Child, worker_process
+from hogwild_dqn.processes import Processes
 from hogwild_dqn.rundir import Run
-from hogwild_dqn.shared import STOP, new_shared_state
+from hogwild_dqn.shared import new_shared_state
+
+START_SECONDS = 120  # spawning, importing torch and building the games may take this long on a loaded machine
 
 
 def emulator_fps(cfg: Config, seconds: float) -> float:
@@ -62,33 +64,31 @@ def emulator_fps(cfg: Config, seconds: float) -> float:
 
 def workers_fps(cfg: Config, threads: int, warmup: float, seconds: float) -> tuple[float, float]:
     """Global frames/s and updates/s of `threads` real worker processes over one shared network, after a
-    warm-up."""
+    warm-up: the run's own Processes (no evaluator, no restart: a worker that dies ends the benchmark)."""
     spec = env_spec(cfg)
     shared = new_shared_state(cfg, spec, threads)
-    ctx = mp.get_context("spawn")
+    cfg = Config(**{**cfg.to_dict(), "max_restarts": 0})
     with tempfile.TemporaryDirectory() as run_dir:
-        run = Run(cfg, spec, Path(run_dir), threads)
-        kids = [Child(ctx, f"worker{r}", worker_process, (r, 0, run, shared)) for r in range(threads)]
+        procs = Processes(mp.get_context("spawn"), Run(cfg, spec, Path(run_dir), threads), shared,
+                          with_evaluator=False)
+
+        def wait(until: float, done=lambda: False) -> None:
+            while time.perf_counter() < until and not done():
+                if failure := procs.check():
+                    raise RuntimeError(f"a worker died during the benchmark ({failure})")
+                time.sleep(0.05)
+
         try:
-            while shared.frames() == 0 and all(k.proc.is_alive() for k in kids):
-                time.sleep(0.05)  # every process imported torch and built its env
-            time.sleep(warmup)
+            procs.start()
+            wait(time.perf_counter() + START_SECONDS, lambda: shared.frames() > 0)  # torch imported, envs built
+            if shared.frames() == 0:
+                raise RuntimeError(f"no frame in the first {START_SECONDS} s of the benchmark's workers")
+            wait(time.perf_counter() + warmup)
             f0, u0, t0 = shared.frames(), int(shared.worker_updates.sum()), time.perf_counter()
-            time.sleep(seconds)
+            wait(t0 + seconds)
             f1, u1, t1 = shared.frames(), int(shared.worker_updates.sum()), time.perf_counter()
-            dead = [k for k in kids if not k.proc.is_alive()]
-            if dead:
-                for k in dead:
-                    k.poll()
-                why = "; ".join(f"{k.name}: {k.errors[-1].strip().splitlines()[-1] if k.errors else k.proc.exitcode}"
-                                for k in dead)
-                raise RuntimeError(f"workers died during the benchmark ({why})")
         finally:
-            shared.set(STOP)
-            for k in kids:
-                k.proc.join(timeout=10)
-                if k.proc.is_alive():
-                    k.proc.terminate()
+            procs.stop(wait_for_eval=False)
     return (f1 - f0) / (t1 - t0), (u1 - u0) / (t1 - t0)
 
 
@@ -120,14 +120,11 @@ def bench_config(game: str, algo: str, envs: int, overrides: dict) -> Config:
 
 # Run in a fresh interpreter inside a tree (the working tree's or the baseline's): that tree's own bench
 # functions measure that tree's workers. Only point_config and workers_fps are used, whose signatures every
-# commit since the benchmark's first keeps.
+# commit since the tools moved into hogwild_dqn/tools keeps (an older --baseline fails with its import error).
 DRIVER = """
 import json, sys
 import torch
-try:
-    from hogwild_dqn.tools.bench import point_config, workers_fps
-except ImportError:  # a commit from before the tools moved into hogwild_dqn/tools
-    from hogwild_dqn.bench import point_config, workers_fps
+from hogwild_dqn.tools.bench import point_config, workers_fps
 from hogwild_dqn.config import Config
 a = json.loads(sys.argv[1])
 torch.set_num_threads(1)
