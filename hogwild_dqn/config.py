@@ -226,7 +226,7 @@ class Config:
             raise ConfigError(f"--batch-size {self.batch_size} is larger than --replay-size {self.replay_size}")
         if ALGORITHMS[self.algo].replay and self.envs_per_worker != 1:
             raise ConfigError(f"--algo {self.algo} plays one game per worker; --envs-per-worker must be 1")
-        if self.algo == "ppo" and self.ppo_minibatches > self.t_max * self.envs_per_worker:
+        if ALGORITHMS[self.algo].minibatches and self.ppo_minibatches > self.t_max * self.envs_per_worker:
             raise ConfigError(f"--ppo-minibatches {self.ppo_minibatches} is more than a rollout's "
                               f"{self.t_max * self.envs_per_worker} steps (--t-max x --envs-per-worker)")
         if self.policy_std_max and self.policy_std_init:

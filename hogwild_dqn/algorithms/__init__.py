@@ -21,6 +21,7 @@ class Algorithm:
     target_network: bool           # bootstraps from a shared target network copied every --target-update frames
     next_action: bool = False      # its target uses the action taken next, chosen before the update (SARSA)
     replay: bool = False           # learns from a replay memory
+    minibatches: bool = False      # optimizes each rollout in --ppo-minibatches minibatches, --ppo-epochs times
     networks: tuple = ("ff",)      # --net choices: ff (feed-forward), lstm (carries a recurrent state across steps)
     action_spaces: tuple = ("Discrete",)  # gymnasium action spaces it acts in; Box: a Gaussian policy head
     loop_path: str = "hogwild_dqn.worker:run_worker"  # "module:function" of its worker's loop (rank, restart, run,
@@ -58,7 +59,7 @@ ALGORITHMS = {
                      replay=True, loop_path="hogwild_dqn.replay_worker:run_replay_worker", presets="dqn"),
     "ppo": Algorithm("hogwild_dqn.algorithms.ppo:ppo_loss", "proximal policy optimization, asynchronous: each "
                      "worker optimizes its own rollouts, every minibatch's gradient into the shared model",
-                     actor_critic=True, target_network=False, action_spaces=("Discrete", "Box"),
+                     actor_critic=True, target_network=False, minibatches=True, action_spaces=("Discrete", "Box"),
                      loop_path="hogwild_dqn.ppo_worker:run_ppo_worker", presets="ppo"),
 }
 
