@@ -10,11 +10,11 @@ import psutil
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-# The second tier (`make test-slow`, and .ci/run): the learning proofs, the cluster, the benchmark suite, the
-# optional extras' tasks and the soak, each minutes long. `make test` runs the rest (the features' proofs on real
-# processes with tiny budgets) in about 12 minutes.
+# The second tier (`make test-slow`, and .ci/run): the learning proofs and what needs their trained agent (play),
+# the cluster, the benchmark suite, the optional extras' tasks and the soak, each minutes long. `make test` runs
+# the rest: the features' proofs on real processes with tiny budgets.
 SLOW_MODULES = {"test_learning", "test_lstm", "test_cluster", "test_benchmark", "test_continuous", "test_soak",
-                "test_baselines", "test_ablation"}
+                "test_baselines", "test_ablation", "test_play_trained"}
 _started: list[subprocess.Popen] = []  # every start_train of the running test
 
 
@@ -64,6 +64,13 @@ def run_cmd(cmd: list, timeout: float, **kwargs) -> subprocess.CompletedProcess:
 def run_train(*args, timeout=600, **kwargs) -> subprocess.CompletedProcess:
     """Run `python train.py ARGS` from the repo root; capture its output."""
     return run_cmd([sys.executable, ROOT / "train.py", "--no-progress", *args], timeout, **kwargs)
+
+
+def run_play(*args, make=False) -> subprocess.CompletedProcess:
+    """`python -m hogwild_dqn.play ARGS`, or with make=True `make play ARGS` (ARGS then make's variables)."""
+    cmd = (["make", "--no-print-directory", "play", *args] if make
+           else [sys.executable, "-m", "hogwild_dqn.play", *map(str, args)])
+    return run_cmd(cmd, 600)
 
 
 def start(cmd: list, **kwargs) -> subprocess.Popen:

@@ -50,7 +50,7 @@ def test_speedup_table_on_known_inputs():
 def test_report_over_real_runs_lists_the_unfinished_one(tmp_path):
     logdir = tmp_path / "runs"
     for threads in (1, 2):
-        done = run_train("--game", "CartPole-v1", "--algo", "a3c", "--threads", threads, "--frames", 8000,
+        done = run_train("--game", "CartPole-v1", "--algo", "a3c", "--threads", threads, "--frames", 4000,
                          "--eval-every", 2000, "--logdir", logdir)
         assert done.returncode == 0, done.stderr[-2000:]
     # a run whose main process is killed outright: no summary.json, only its event files

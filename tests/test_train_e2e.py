@@ -68,7 +68,7 @@ def test_nq_pong_runs_and_syncs_target(tmp_path):
     run = tmp_path / "nq"
     proc = run_train("--game", "Pong", "--algo", "nq", "--threads", 2, "--frames", 3000, "--eval-every", 3000,
                      "--eval-episodes", 1, "--max-episode-frames", 2000, "--target-update", 1000, "--log-every", 5,
-                     "--run-dir", run, timeout=600)
+                     "--final-eval-episodes", 2, "--run-dir", run, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     ckpt = torch.load(run / "checkpoint.pt", weights_only=True)
     assert ckpt["target_epoch"] == ckpt["frames"] // 1000
@@ -87,7 +87,7 @@ def test_several_games_per_worker(tmp_path):
     run = tmp_path / "sarsa"
     proc = run_train("--game", "Pong", "--algo", "sarsa1", "--threads", 2, "--envs-per-worker", 3, "--frames", 6000,
                      "--eval-every", 6000, "--eval-episodes", 1, "--max-episode-frames", 400, "--log-every", 5,
-                     "--run-dir", run, timeout=600)
+                     "--final-eval-episodes", 2, "--run-dir", run, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     s = read_summary(run)
     assert 6000 <= s["frames"] < 6000 + 2 * 3 * 5 * 4  # at most one more update of 3 games x t_max 5 per worker
@@ -104,7 +104,7 @@ def test_dqn_pong_learns_from_its_replay_memory_and_syncs_target(tmp_path):
     run = tmp_path / "dqn"
     proc = run_train("--game", "Pong", "--algo", "dqn", "--threads", 2, "--frames", 8000, "--learning-starts", 2000,
                      "--target-update", 2000, "--eval-every", 8000, "--eval-episodes", 1, "--max-episode-frames", 2000,
-                     "--log-every", 10, "--run-dir", run, timeout=600)
+                     "--final-eval-episodes", 2, "--log-every", 10, "--run-dir", run, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.startswith("configs/dqn_atari.yaml: dqn on Pong, 2 workers x 1 game")
     ckpt = torch.load(run / "checkpoint.pt", weights_only=True)
