@@ -118,6 +118,17 @@ def read_summary(run_dir: Path) -> dict:
     return json.loads((Path(run_dir) / "summary.json").read_text())
 
 
+@pytest.fixture(scope="session")
+def cartpole_q1(tmp_path_factory) -> Path:
+    """One short real q1 run on CartPole-v1 (1 worker, 1,000 frames) for the tests that read a Q method's run
+    without changing it (play's epsilon, the probe's refusal): trained once, not once per test."""
+    run = tmp_path_factory.mktemp("shared") / "cartpole-q1"
+    proc = run_train("--game", "CartPole-v1", "--algo", "q1", "--threads", 1, "--frames", 1000, "--eval-every", 1000,
+                     "--eval-episodes", 1, "--final-eval-episodes", 1, "--run-dir", run)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return run
+
+
 CARTPOLE_A3C_STOP = 400  # the shared run's --stop-return: a strong agent for play, reached well before the budget
 
 

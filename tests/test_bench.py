@@ -6,8 +6,8 @@ from hogwild_dqn.tools.bench import main
 
 
 def test_bench_writes_medians_for_every_point(tmp_path, capsys):
-    assert main(["--algos", "a3c", "dqn", "--threads", "1", "--envs", "2", "--seconds", "1",
-                 "--warmup", "0.5", "--repeats", "2", "--out", str(tmp_path)]) == 0
+    assert main(["--algos", "a3c", "dqn", "--threads", "1", "--envs", "2", "--seconds", "0.5",
+                 "--warmup", "0.3", "--repeats", "2", "--out", str(tmp_path)]) == 0
     data = json.loads((tmp_path / "bench.json").read_text())
     assert data["cores"] >= 1 and data["emulator_frames_per_second"] > 1000
     assert [(r["algo"], r["threads"], r["envs_per_worker"], r["repeats"]) for r in data["results"]] == [

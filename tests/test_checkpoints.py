@@ -2,6 +2,7 @@
 
 import hashlib
 import os
+import re
 import shutil
 import signal
 import time
@@ -14,6 +15,17 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from hogwild_dqn.checkpoint import atomic_save
 from tests.conftest import read_summary, run_train, spawned_children, start_train
+
+
+@pytest.fixture(scope="module")
+def short_run(tmp_path_factory):
+    """One 1,000-frame CartPole run for the tests that only read its checkpoint or refuse a changed copy of it:
+    each copies it (one run shared, not one each)."""
+    run = tmp_path_factory.mktemp("short") / "run"
+    proc = run_train("--game", "CartPole-v1", "--threads", 1, "--frames", 1000, "--eval-every", 1000,
+                     "--eval-episodes", 1, "--final-eval-episodes", 1, "--run-dir", run)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return run
 
 
 def _write_forever(path: str) -> None:
@@ -102,11 +114,8 @@ def test_a_session_killed_outright_keeps_its_evaluations_and_wall_time(tmp_path)
     assert after["best_eval_return"] >= max(e["mean_return"] for e in saved["evals"])
 
 
-def test_checkpoint_of_another_game_or_shape_is_refused(tmp_path):
-    a = tmp_path / "a"
-    proc = run_train("--game", "CartPole-v1", "--threads", 1, "--frames", 1000, "--eval-every", 1000,
-                     "--eval-episodes", 1, "--run-dir", a)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+def test_checkpoint_of_another_game_or_shape_is_refused(tmp_path, short_run):
+    a = short_run
     # a's checkpoint in run dirs of another game and of another network width (their config.yaml says so)
     for name, edit, message in (("b", {"game": "Acrobot-v1"}, "is for CartPole-v1/a3c, not Acrobot-v1/a3c"),
                                 ("c", {"hidden": 32}, "does not fit this network")):
@@ -122,10 +131,9 @@ def test_checkpoint_of_another_game_or_shape_is_refused(tmp_path):
         assert _sha(target / "checkpoint.pt") == sha
 
 
-def test_truncated_checkpoint_is_refused(tmp_path):
+def test_truncated_checkpoint_is_refused(tmp_path, short_run):
     run = tmp_path / "run"
-    assert run_train("--game", "CartPole-v1", "--threads", 1, "--frames", 1000, "--eval-every", 1000,
-                     "--eval-episodes", 1, "--run-dir", run).returncode == 0
+    shutil.copytree(short_run, run)
     data = (run / "checkpoint.pt").read_bytes()
     (run / "checkpoint.pt").write_bytes(data[: len(data) // 2])
     proc = run_train("--resume", run, "--frames", 2000)
@@ -133,7 +141,7 @@ def test_truncated_checkpoint_is_refused(tmp_path):
     assert (run / "checkpoint.pt").read_bytes() == data[: len(data) // 2]
 
 
-def test_a_checkpoint_names_its_format_and_code_and_a_newer_format_is_refused(tmp_path):
+def test_a_checkpoint_names_its_format_and_code_and_a_newer_format_is_refused(tmp_path, short_run):
     """checkpoint.pt holds its format number, the package's and libraries' versions and the checkout's commit;
     a file of a newer or unknown format is one line and exit 2 for --resume and hogwild-play, and stays as it
     was; a file of format 1 (0.5.0 and before: no such keys) still resumes."""
@@ -141,29 +149,33 @@ def test_a_checkpoint_names_its_format_and_code_and_a_newer_format_is_refused(tm
     import sys
 
     import hogwild_dqn
-    from hogwild_dqn.checkpoint import FORMAT
+    from hogwild_dqn.checkpoint import FORMAT, read_checkpoint
+    from hogwild_dqn.config import ConfigError
     from tests.conftest import ROOT, run_cmd
 
     run = tmp_path / "run"
-    assert run_train("--game", "CartPole-v1", "--threads", 1, "--frames", 1000, "--eval-every", 1000,
-                     "--eval-episodes", 1, "--final-eval-episodes", 1, "--run-dir", run).returncode == 0
+    shutil.copytree(short_run, run)
     ckpt = torch.load(run / "checkpoint.pt", weights_only=True)
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout
     assert ckpt["format"] == FORMAT == 2 and ckpt["commit"].split("+")[0] == head.strip()
     assert ckpt["versions"]["hogwild_dqn"] == hogwild_dqn.__version__
     assert ckpt["versions"]["torch"].split("+")[0] == torch.__version__.split("+")[0]
     assert ckpt["versions"]["ale_py"] and ckpt["versions"]["gymnasium"]
-    for fmt in (FORMAT + 1, "2"):
+    # each format refused by the one reader of checkpoints, and by both commands (one process each)
+    for fmt, command in ((FORMAT + 1, "resume"), ("2", "play")):
         newer = tmp_path / f"newer{fmt}"
         shutil.copytree(run, newer)
         torch.save({**ckpt, "format": fmt, "versions": {**ckpt["versions"], "hogwild_dqn": "9.0.0"}},
                    newer / "checkpoint.pt")
         sha = _sha(newer / "checkpoint.pt")
-        for proc in (run_train("--resume", newer, "--frames", 2000),
-                     run_cmd([sys.executable, "-m", "hogwild_dqn.play", newer, "--episodes", 1], 120)):
-            assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
-            assert (f"has format {fmt!r} (written by hogwild_dqn 9.0.0); this is hogwild_dqn "
-                    f"{hogwild_dqn.__version__}, which reads formats 1-2") in proc.stderr
+        message = (f"has format {fmt!r} (written by hogwild_dqn 9.0.0); this is hogwild_dqn "
+                   f"{hogwild_dqn.__version__}, which reads formats 1-{FORMAT}")
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            read_checkpoint(newer / "checkpoint.pt")
+        proc = (run_train("--resume", newer, "--frames", 2000) if command == "resume" else
+                run_cmd([sys.executable, "-m", "hogwild_dqn.play", newer, "--episodes", 1], 120))
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert message in proc.stderr
         assert _sha(newer / "checkpoint.pt") == sha
     old = {k: v for k, v in ckpt.items() if k not in ("format", "versions", "commit")}
     torch.save(old, run / "checkpoint.pt")

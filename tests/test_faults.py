@@ -193,6 +193,8 @@ def test_a_signal_during_the_final_evaluation_cuts_it_and_the_run_is_saved(tmp_p
     assert cut["status"] == f"unscored: interrupted ({name}) during the final evaluation; --resume plays it"
     assert cut["final_eval"] is None
     assert torch.load(run / "checkpoint.pt", weights_only=True)["frames"] == cut["frames"] >= 6000
+    if sig != signal.SIGINT:
+        return  # the resume of a cut final evaluation is one path, whichever signal cut it: proven once
 
     resumed = run_train("--resume", run, "--final-eval-episodes", 5)
     assert resumed.returncode == 0, resumed.stderr[-2000:]

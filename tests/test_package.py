@@ -34,7 +34,7 @@ def _requirements(name: str) -> set[Requirement]:
 
 def test_the_installed_commands_train_from_any_directory_with_the_packaged_presets(installed, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(installed)}
-    done = run_cmd([installed / "bin" / "hogwild-train", "--game", "CartPole-v1", "--frames", "20000", "--logdir",
+    done = run_cmd([installed / "bin" / "hogwild-train", "--game", "CartPole-v1", "--frames", "10000", "--logdir",
                     "runs", "--no-progress"], 300, cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr
     preset = done.stdout.splitlines()[0].split(":")[0]

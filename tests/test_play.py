@@ -13,7 +13,7 @@ import hogwild_dqn
 from hogwild_dqn.config import Config, ConfigError
 from hogwild_dqn.networks import network_for
 from hogwild_dqn.policy import Policy, play_episode
-from tests.conftest import run_play, run_train
+from tests.conftest import run_play
 
 
 def test_q_policy_is_epsilon_greedy():
@@ -85,11 +85,8 @@ def test_deterministic_a3c_policy_takes_the_most_likely_action_or_the_mean():
     assert np.array_equal(Policy(gnet, gcfg, deterministic=True).act(np.zeros(3, np.float32)), mean)
 
 
-def test_play_epsilon_overrides_the_q_runs_evaluation_epsilon(tmp_path):
-    run = tmp_path / "q1"
-    proc = run_train("--game", "CartPole-v1", "--algo", "q1", "--threads", 1, "--frames", 2000, "--eval-every", 1000,
-                     "--run-dir", run, "--final-eval-episodes", 1)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+def test_play_epsilon_overrides_the_q_runs_evaluation_epsilon(cartpole_q1):
+    run = cartpole_q1
     proc = run_play(run, "--episodes", "2", "--last", "--no-video", "--epsilon", "0.3")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "2 games on cpu, epsilon-greedy (epsilon 0.3)" in proc.stdout
