@@ -13,7 +13,7 @@ from tqdm import tqdm
 
 from hogwild_dqn import metrics
 from hogwild_dqn.algorithms import ALGORITHMS
-from hogwild_dqn.checkpoint import WriteFailed
+from hogwild_dqn.checkpoint import WriteFailed, atomic_save
 from hogwild_dqn.console import STATUS, Console, Stopped, finishing
 from hogwild_dqn.evaluation import stop_reason
 from hogwild_dqn.evaluator import run_evaluator
@@ -161,6 +161,14 @@ class Processes:
         checkpoint: `nonfinite`) or a file it could not write (a full disk)."""
         self.nonfinite |= child.proc.exitcode == NONFINITE_EXIT
         return child.proc.exitcode in (NONFINITE_EXIT, WRITE_EXIT)
+
+    def write_checkpoint(self, state: dict) -> None:
+        """The runner's checkpoint.pt, at the end of a session. The evaluator writes the same file at each
+        evaluation, so the runner's write is refused while the evaluator lives (stop() ends it): the last
+        checkpoint.pt is the runner's, whatever the order of calls."""
+        if self.evaluator is not None and self.evaluator.proc.is_alive():
+            raise RuntimeError("checkpoint.pt is still written by the evaluator; stop() the processes first")
+        atomic_save(state, self.run_dir / "checkpoint.pt")
 
     def best(self) -> float:
         return best_periodic(self.best0, self.evals)

@@ -13,7 +13,7 @@ import torch.multiprocessing as mp
 
 from hogwild_dqn import config, metrics
 from hogwild_dqn.algorithms import ALGORITHMS
-from hogwild_dqn.checkpoint import WriteFailed, atomic_json, atomic_save, resume_point, snapshot
+from hogwild_dqn.checkpoint import WriteFailed, atomic_json, resume_point, snapshot
 from hogwild_dqn.config import Config, ConfigError, first_line
 from hogwild_dqn.console import STATUS, finishing
 from hogwild_dqn.envs import env_spec
@@ -73,7 +73,7 @@ def run(cfg: Config, resume: str | None = None) -> int:
         final = summary["final_eval"]
         try:  # a full disk: one line, and the files as they were (atomic writes)
             if not kept and not broken:
-                atomic_save(snapshot(shared, frames, best, run), run_dir / "checkpoint.pt")
+                procs.write_checkpoint(snapshot(shared, frames, best, run))
             atomic_json(summary, run_dir / "summary.json")
         except WriteFailed as e:
             print(f"train.py: error: {e}", file=sys.stderr)

@@ -182,3 +182,31 @@ def test_a_checkpoint_names_its_format_and_code_and_a_newer_format_is_refused(tm
     proc = run_train("--resume", run, "--frames", 2000, "--final-eval-episodes", 1)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert torch.load(run / "checkpoint.pt", weights_only=True)["format"] == 2
+
+
+def _sleep(seconds: float, report) -> None:  # a Child's target: the report pipe comes last
+    time.sleep(seconds)
+
+
+def test_the_runner_writes_checkpoint_pt_only_once_the_evaluator_is_gone(tmp_path):
+    """checkpoint.pt has two writers, the evaluator (at its evaluations) and the runner (at the end): the runner's
+    write is refused while an evaluator process lives, so that no evaluation can land after it."""
+    from hogwild_dqn.config import Config
+    from hogwild_dqn.envs import env_spec
+    from hogwild_dqn.processes import Child, Processes
+    from hogwild_dqn.rundir import Run
+    from hogwild_dqn.shared import new_shared_state
+
+    cfg = Config(game="CartPole-v1")
+    spec, ctx = env_spec(cfg), mp.get_context("spawn")
+    procs = Processes(ctx, Run(cfg, spec, tmp_path, 1), new_shared_state(cfg, spec, 1), with_evaluator=False)
+    procs.evaluator = Child(ctx, "evaluator", _sleep, (120,))  # a real process standing where the evaluator runs
+    try:
+        with pytest.raises(RuntimeError, match="still written by the evaluator"):
+            procs.write_checkpoint({"frames": 1})
+        assert not (tmp_path / "checkpoint.pt").exists()
+    finally:
+        procs.evaluator.proc.kill()
+        procs.evaluator.proc.join(timeout=10)
+    procs.write_checkpoint({"frames": 1})
+    assert torch.load(tmp_path / "checkpoint.pt", weights_only=True) == {"frames": 1}
