@@ -86,7 +86,7 @@ class AtariGame(gym.Env):
     Same observations, rewards, seeding and no-op starts as gymnasium's ALE env (frameskip 1) under
     AtariPreprocessing (grayscale, max of the last two frames, INTER_AREA resize) and FrameStackObservation
     (tests/test_envs.py compares them frame by frame). Why: that chain fetched an RGB screen every emulator
-    frame and built the stack anew every step, a fifth of a worker's time on Pong.
+    frame and built the stack anew every step (its cost: docs/speed.md).
     """
 
     metadata = {"render_modes": ["rgb_array"]}

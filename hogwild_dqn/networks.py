@@ -78,7 +78,7 @@ class ObsNorm(nn.Module):
 
         The read-merge-write runs on numpy views of the buffers: a few microseconds, where another worker's
         update in between would lose one of the two batches (torch's small-tensor calls made that window
-        about ten times longer)."""
+        longer)."""
         batch = batch.double()
         n, m, v = batch.shape[0], batch.mean(0).numpy(), batch.var(0, unbiased=False).numpy()
         count_buf, mean_buf, var_buf = self.count.numpy(), self.mean.numpy(), self.var.numpy()

@@ -29,7 +29,7 @@ def run_child(name: str, report, fn, *args) -> None:
     """Body of every child process: one torch thread, Ctrl-C left to the runner, failures sent up `report`."""
     torch.set_num_threads(1)  # N processes on N cores: more threads each would only fight over them
     # Dead units get zero gradients; their optimizer statistics decay into denormal floats, which x86 computes
-    # about 10x slower (docs/speed.md).
+    # far slower (docs/speed.md).
     torch.set_flush_denormal(True)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the runner handles Ctrl-C and asks the children to stop
     try:
@@ -62,8 +62,8 @@ def evaluator_process(run: Run, shared: SharedState, best: float, evals: list, r
 
 def stop_resource_tracker() -> None:
     """Stop multiprocessing's resource tracker, a child of every process that spawns, and wait for it. Left
-    alone it ends only once it sees this interpreter exit, so it outlived train.py by a moment (seen after a
-    SIGINT); called once every other child is gone."""
+    alone it ends only once it sees this interpreter exit, so it can outlive train.py by a moment; called once
+    every other child is gone."""
     from multiprocessing import resource_tracker
 
     stop = getattr(resource_tracker._resource_tracker, "_stop", None)  # private, so looked up with care
