@@ -29,5 +29,5 @@ def test_the_table_scores_the_final_evaluation_even_where_no_periodic_one_ran():
                 "evals": [{"frames": f, "mean_return": m} for f, m in evals]}
     rows = table({"a": [run(200.0, 210.0, [(1000, 210.0), (2000, 200.0)]), run(100.0, None, [(2000, 100.0)])],
                   "b": [run(9.0, None, [(2000, 9.0)])]}, 195).splitlines()
-    assert rows[2] == "| a | 2 | 150.0 ± 70.7 | 210.0 ± 0.0 (1 of 2 runs) | 1,000 | 1/2 |"
-    assert rows[3] == "| b | 1 | 9.0 ± 0.0 | — | — | 0/1 |"
+    assert rows[2] == "| a | 2 | 150.0 ± 70.7 | 210.0 (1 of 2 runs) | 1,000 | 1/2 |"
+    assert rows[3] == "| b | 1 | 9.0 | — | — | 0/1 |"

@@ -1,5 +1,6 @@
 """Sweeps and review: run naming, the speedup maths, and the report over real runs (one of them unfinished)."""
 
+import json
 import signal
 import time
 from pathlib import Path
@@ -139,3 +140,18 @@ def test_curves_redraws_a_figure_from_evaluation_csvs_and_refuses_bad_ones_in_on
         assert "not a number" in capsys.readouterr().err and not (tmp_path / "bad.png").exists()
     assert curves.main([str(one), "--out", str(tmp_path / "no" / "fig.png")]) == 2
     assert capsys.readouterr().err.startswith("curves: error: --out ")
+
+
+def test_every_tool_shows_scores_over_runs_and_tells_a_done_run_one_way(tmp_path):
+    """tools.spread and tools.run_done, shared by the report, the benchmark suite and the ablation: one value has
+    no std (an std of one seed is not 0), missing values are counted, and only a run with its score is done."""
+    from hogwild_dqn.tools import run_done, spread
+
+    assert spread([]) == spread([None]) == "—" and spread([9.0]) == "9.0"
+    assert spread([100.0, 200.0]) == "150.0 ± 70.7" and spread([210.0, None]) == "210.0 (1 of 2 runs)"
+    assert not run_done(tmp_path)  # no summary.json
+    for status, final, want in (("finished", {"mean_return": 1.0}, True), ("solved: confirmed", {}, True),
+                                ("unscored: finished, but the final evaluation was cut", None, False),
+                                ("finished", None, False), ("interrupted (SIGINT)", {}, False)):
+        (tmp_path / "summary.json").write_text(json.dumps({"status": status, "final_eval": final}))
+        assert run_done(tmp_path) is want, status

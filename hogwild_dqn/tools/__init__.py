@@ -4,6 +4,7 @@ internals (probe). Each is a command of its own (`python -m hogwild_dqn.tools.NA
 console command); none is imported by the trainer. What they share is here, once: how a tool starts a run,
 whether a run is done, how a number is shown, how a figure is drawn and saved."""
 
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -39,6 +40,24 @@ def done(summary: dict) -> bool:
 def fmt(v, spec: str = ".1f") -> str:
     """A number in a table, or a dash where there is none."""
     return "—" if v is None else format(v, spec)
+
+
+def spread(values: list) -> str:
+    """mean ± std of the values there are, as every table gives scores over seeds or runs: one value alone has
+    no std, none is "—", and "(k of n runs)" says when some of the values are missing (None)."""
+    there = [v for v in values if v is not None]
+    if not there:
+        return "—"
+    text = fmt(there[0]) if len(there) == 1 else f"{statistics.mean(there):.1f} ± {statistics.stdev(there):.1f}"
+    return text + (f" ({len(there)} of {len(values)} runs)" if len(there) < len(values) else "")
+
+
+def run_done(run: Path) -> bool:
+    """A run dir whose summary.json says it needs nothing more (done)."""
+    import json
+
+    summary = run / "summary.json"
+    return summary.is_file() and done(json.loads(summary.read_text()))
 
 
 def pyplot():

@@ -18,7 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hogwild_dqn.tools import TRAIN, pyplot, resume_or_start, save
+from hogwild_dqn.tools import TRAIN, pyplot, resume_or_start, run_done, save, spread
 
 SETTINGS = {  # name -> (run dir name, train.py flags)
     "replay + target (DQN)": ("replay-target", []),
@@ -35,7 +35,7 @@ def run_all(args: argparse.Namespace) -> dict[str, list[dict]]:
         out[name] = []
         for seed in args.seeds:
             run = args.logdir / folder / f"s{seed}"
-            if not finished(run):
+            if not run_done(run):
                 cmd = resume_or_start(run, [*TRAIN, "--game", args.game, "--algo", "dqn", "--threads",
                                             str(args.threads), "--frames", str(args.frames), "--seed", str(seed),
                                             "--eval-every", str(args.eval_every), "--run-dir", str(run),
@@ -47,20 +47,6 @@ def run_all(args: argparse.Namespace) -> dict[str, list[dict]]:
     return out
 
 
-def finished(run: Path) -> bool:
-    """A run dir whose summary says it trained all its frames (a cut one says "interrupted ...")."""
-    summary = run / "summary.json"
-    return summary.is_file() and json.loads(summary.read_text())["status"] == "finished"
-
-
-def _spread(values: list[float | None]) -> str:
-    """mean ± std of the values there are, "(k of n runs)" when some runs have none, "—" when none has one."""
-    there = [v for v in values if v is not None]
-    if not there:
-        return "—"
-    sd = statistics.stdev(there) if len(there) > 1 else 0.0
-    some = f" ({len(there)} of {len(values)} runs)" if len(there) < len(values) else ""
-    return f"{statistics.mean(there):.1f} ± {sd:.1f}{some}"
 
 
 def table(results: dict[str, list[dict]], score: float) -> str:
@@ -72,7 +58,7 @@ def table(results: dict[str, list[dict]], score: float) -> str:
         reached = [next(e["frames"] for e in r["evals"] if e["mean_return"] >= score) for r in runs
                    if any(e["mean_return"] >= score for e in r["evals"])]
         median = f"{statistics.median(reached):,.0f}" if reached else "—"
-        lines.append(f"| {name} | {len(runs)} | {_spread(final)} | {_spread(best)} | {median} | "
+        lines.append(f"| {name} | {len(runs)} | {spread(final)} | {spread(best)} | {median} | "
                      f"{len(reached)}/{len(runs)} |")
     return "\n".join(lines)
 

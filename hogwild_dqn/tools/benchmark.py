@@ -40,7 +40,7 @@ from pathlib import Path
 from hogwild_dqn.config import ConfigError, Parser
 from hogwild_dqn.envs import resolve
 from hogwild_dqn.rundir import UNSCORED_EXIT, is_periodic
-from hogwild_dqn.tools import TRAIN, done, ended, fmt, pyplot, resume_or_start, save
+from hogwild_dqn.tools import TRAIN, done, ended, fmt, pyplot, resume_or_start, save, spread
 from hogwild_dqn.version import __version__
 from hogwild_dqn.version import commit as code_commit
 
@@ -247,13 +247,6 @@ def protocols(scores: list[Score]) -> list[str]:
     named = {s.game: s.protocol for s in scores if s.protocol}
     older = "not recorded (runs before the protocol was named: no sticky actions, up to 30 no-op starts, no FIRE reset)"
     return [named.get(g) or (g if "-v" in g else f"{g}: {older}") for g in dict.fromkeys(s.game for s in scores)]
-
-
-def spread(values: list[float]) -> str:
-    """Final scores over seeds as the tables give them: mean ± std (one seed has no std)."""
-    if len(values) < 2:
-        return fmt(values[0] if values else None)
-    return f"{statistics.mean(values):.1f} ± {statistics.stdev(values):.1f}"
 
 
 def rliable():
