@@ -47,8 +47,6 @@ def run_all(args: argparse.Namespace) -> dict[str, list[dict]]:
     return out
 
 
-
-
 def table(results: dict[str, list[dict]], score: float) -> str:
     lines = [f"| setting | runs | final eval (mean ± std) | best periodic eval (mean ± std) | frames to {score:g} "
              "(median of those that reached it) | reached |", "| --- | --- | --- | --- | --- | --- |"]
