@@ -4,6 +4,7 @@ internals (probe). Each is a command of its own (`python -m hogwild_dqn.tools.NA
 console command); none is imported by the trainer. What they share is here, once: how a tool starts a run,
 whether a run is done, how a number is shown, how a figure is drawn and saved."""
 
+import json
 import statistics
 import sys
 import time
@@ -52,12 +53,18 @@ def spread(values: list) -> str:
     return text + (f" ({len(there)} of {len(values)} runs)" if len(there) < len(values) else "")
 
 
+def read_json(path: Path) -> dict | None:
+    """A JSON file of a run (summary.json, a record), or None where there is none or it cannot be read."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
 def run_done(run: Path) -> bool:
     """A run dir whose summary.json says it needs nothing more (done)."""
-    import json
-
-    summary = run / "summary.json"
-    return summary.is_file() and done(json.loads(summary.read_text()))
+    summary = read_json(run / "summary.json")
+    return summary is not None and done(summary)
 
 
 def pyplot():

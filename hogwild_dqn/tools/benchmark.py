@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import math
 import os
 import platform
@@ -40,7 +39,7 @@ from pathlib import Path
 from hogwild_dqn.config import ConfigError, Parser
 from hogwild_dqn.envs import resolve
 from hogwild_dqn.rundir import UNSCORED_EXIT, is_periodic
-from hogwild_dqn.tools import TRAIN, done, ended, fmt, pyplot, resume_or_start, save, spread
+from hogwild_dqn.tools import TRAIN, done, ended, fmt, pyplot, read_json, resume_or_start, save, spread
 from hogwild_dqn.version import __version__
 from hogwild_dqn.version import commit as code_commit
 
@@ -87,13 +86,6 @@ class Score:
 
 def run_name(game: str, algo: str, seed: int) -> str:
     return f"{game.replace('/', '_')}-{algo}-s{seed}"
-
-
-def read_json(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
 
 
 def read_summary(args: argparse.Namespace, name: str) -> dict | None:
