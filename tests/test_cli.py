@@ -157,6 +157,10 @@ def test_ppo_takes_its_own_presets_and_checks_its_values():
     assert cfg.obs_standardize and cfg.fire_reset  # the Atari preset's env, through `base:`
     assert load(["--game", "CartPole-v1", "--algo", "ppo"])[2] == CONFIG_DIR / "ppo_cartpole.yaml"
     assert load(["--game", "Pendulum-v1", "--algo", "ppo"])[2] == CONFIG_DIR / "pendulum.yaml"  # no ppo_ preset
+    cfg, _, source = load(["--game", "Hopper-v5", "--algo", "ppo"])
+    assert source == CONFIG_DIR / "ppo_mujoco.yaml"
+    assert (cfg.t_max, cfg.envs_per_worker, cfg.ppo_epochs, cfg.ppo_minibatches, cfg.ppo_clip, cfg.lr,
+            cfg.entropy_beta, cfg.reward_normalize, cfg.obs_normalize) == (1024, 1, 10, 16, 0.2, 3e-4, 0.0, True, True)
     assert load(["--game", "Pong"])[0].gae_lambda == 1.0  # A3C's n-step advantage, unless asked
     for bad, says in ((["--ppo-minibatches", "2000"], "more than a rollout's 1024 steps"),
                       (["--gae-lambda", "1.5"], "--gae-lambda must lie in [0, 1]"),

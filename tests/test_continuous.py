@@ -1,4 +1,4 @@
-"""A3C on continuous (Box) actions with real worker processes: InvertedPendulum-v5 (MuJoCo) is balanced,
+"""A3C and PPO on continuous (Box) actions with real worker processes: InvertedPendulum-v5 (MuJoCo) is balanced,
 Pendulum-v1 learns and the trained run plays (play, load_policy, the best-episode GIF); the LSTM acts with the
 Gaussian head too, on normalized observations; a state-independent deviation (--policy-std-init) is trained."""
 
@@ -28,6 +28,22 @@ def test_a3c_balances_the_inverted_pendulum(tmp_path):
     print(f"InvertedPendulum-v5 evaluations every 10k frames: {evals}")
     assert s["status"].startswith("solved") and max(evals) >= 950, evals
     assert s["final_eval"]["mean_return"] >= 950, s["final_eval"]  # what it learned is kept
+
+
+def test_ppo_balances_the_inverted_pendulum(tmp_path):
+    """--algo ppo on a MuJoCo task takes configs/ppo_mujoco.yaml (2 workers x 1 game, rollouts of 1,024 steps,
+    10 epochs of 16 minibatches, returns normalized). Seeds 1-3 each reached 1000 at their second evaluation
+    (20k frames) and kept it over 30 episodes; the budget leaves three times that."""
+    pytest.importorskip("mujoco", reason="MuJoCo is an optional extra: make install-mujoco (make test installs it)")
+    run = tmp_path / "inverted-ppo"
+    proc = run_train("--game", "InvertedPendulum-v5", "--algo", "ppo", "--threads", 2, "--frames", 60_000,
+                     "--seed", 1, "--stop-return", 950, "--run-dir", run, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.startswith("configs/ppo_mujoco.yaml: ppo-norm on InvertedPendulum-v5, 2 workers x 1 game")
+    s = read_summary(run)
+    evals = [round(e["mean_return"]) for e in s["evals"]]
+    print(f"InvertedPendulum-v5, ppo, evaluations every 10k frames: {evals}")
+    assert s["status"].startswith("solved") and s["final_eval"]["mean_return"] >= 950, (evals, s["final_eval"])
 
 
 def test_a3c_learns_pendulum_and_the_run_plays(tmp_path):
