@@ -315,29 +315,37 @@ def _is_number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-VECTOR_PRESETS = {"Pendulum-v1": "pendulum.yaml"}  # gymnasium ids with a preset of their own
+VECTOR_PRESETS = {"Pendulum-v1": "pendulum"}  # gymnasium ids with a preset (configs/<kind>.yaml) of their own
+# The algorithm each kind of game trains with when --algo is not given: what its measured runs say learns most
+# (docs/results.md); the others stay one --algo away.
+DEFAULT_ALGO = {"atari": "a3c", "atari_lstm": "a3c", "mujoco": "a3c", "cartpole": "a3c"}
 
 
-def default_preset(game: str, algo: str, net: str = "ff") -> Path:
-    """The preset of a game's kind: ALE games (Pong, ALE/Pong-v5) configs/atari.yaml (atari_lstm.yaml with
-    --net lstm), MuJoCo tasks configs/mujoco.yaml, the ids of VECTOR_PRESETS theirs, other gymnasium ids
-    (CartPole-v1, ...) configs/cartpole.yaml; an algorithm with presets of its own (its ALGORITHMS row: dqn,
-    ppo) uses configs/<its>_<kind>.yaml where there is one. Decided from the name and gymnasium's registry alone
-    (no env is built), so that a bad --game is reported by envs.resolve."""
-    own = ALGORITHMS[algo].presets if ALGORITHMS.get(algo) else ""
+def game_kind(game: str, net: str = "ff") -> str:
+    """atari (atari_lstm with --net lstm) for ALE games (Pong, ALE/Pong-v5), mujoco for MuJoCo tasks, the kind
+    VECTOR_PRESETS gives its ids, cartpole for other gymnasium ids (CartPole-v1, ...). From the name and
+    gymnasium's registry alone (no env is built), so that a bad --game is reported by envs.resolve."""
     if "-v" in game and not game.startswith("ALE/"):
         if game in VECTOR_PRESETS:
-            return CONFIG_DIR / VECTOR_PRESETS[game]
+            return VECTOR_PRESETS[game]
         from gymnasium import registry  # gymnasium, not torch: config stays light
 
         spec = registry.get(game)
-        mujoco = spec is not None and str(spec.entry_point).startswith("gymnasium.envs.mujoco")
-        # every MuJoCo task acts in a Box: said before the preset's a3c values meet a discrete --algo
-        if mujoco and ALGORITHMS.get(algo) and (why := unable(game, algo, "Box")):
-            raise ConfigError(why)
-        kind = "mujoco" if mujoco else "cartpole"
-    else:
-        kind = "atari_lstm" if net == "lstm" else "atari"
+        return "mujoco" if spec is not None and str(spec.entry_point).startswith("gymnasium.envs.mujoco") else \
+            "cartpole"
+    return "atari_lstm" if net == "lstm" else "atari"
+
+
+def default_preset(game: str, algo: str | None, net: str = "ff") -> Path:
+    """The preset of a game's kind (game_kind): configs/<kind>.yaml; an algorithm with presets of its own (its
+    ALGORITHMS row: dqn, ppo) uses configs/<its>_<kind>.yaml where there is one. Without --algo (None): the
+    kind's DEFAULT_ALGO."""
+    kind = game_kind(game, net)
+    algo = algo or DEFAULT_ALGO.get(kind, Config.algo)
+    own = ALGORITHMS[algo].presets if ALGORITHMS.get(algo) else ""
+    # every MuJoCo task acts in a Box: said before the preset's a3c values meet a discrete --algo
+    if kind == "mujoco" and ALGORITHMS.get(algo) and (why := unable(game, algo, "Box")):
+        raise ConfigError(why)
     if own and (CONFIG_DIR / f"{own}_{kind}.yaml").is_file():
         return CONFIG_DIR / f"{own}_{kind}.yaml"
     return CONFIG_DIR / f"{kind}.yaml"
@@ -401,8 +409,7 @@ def load(argv: list[str] | None = None, prog: str = "train.py",
     if resume is not None:
         source = Path(resume) / "config.yaml"
     else:
-        source = Path(args.pop("config", None) or default_preset(args.get("game", cfg.game),
-                                                                args.get("algo", cfg.algo),
+        source = Path(args.pop("config", None) or default_preset(args.get("game", cfg.game), args.get("algo"),
                                                                 args.get("net", cfg.net)))
     values = read_yaml(source)
     if resume is not None:

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from hogwild_dqn.config import CONFIG_DIR, ConfigError, first_line, load
+from hogwild_dqn.config import CONFIG_DIR, DEFAULT_ALGO, ConfigError, first_line, load
 from tests.conftest import run_train
 
 BAD = [
@@ -162,6 +162,21 @@ def test_ppo_takes_its_own_presets_and_checks_its_values():
     assert (cfg.t_max, cfg.envs_per_worker, cfg.ppo_epochs, cfg.ppo_minibatches, cfg.ppo_clip, cfg.lr,
             cfg.entropy_beta, cfg.reward_normalize, cfg.obs_normalize) == (1024, 1, 10, 16, 0.2, 3e-4, 0.0, True, True)
     assert load(["--game", "Pong"])[0].gae_lambda == 1.0  # A3C's n-step advantage, unless asked
+
+
+def test_without_algo_a_game_trains_with_its_kinds_default(monkeypatch):
+    """DEFAULT_ALGO decides the preset when --algo is not given; any other algorithm is one --algo away."""
+    assert load(["--game", "Pong"])[0].algo == DEFAULT_ALGO["atari"]
+    assert load(["--game", "Hopper-v5"])[0].algo == DEFAULT_ALGO["mujoco"]
+    monkeypatch.setitem(DEFAULT_ALGO, "atari", "ppo")
+    monkeypatch.setitem(DEFAULT_ALGO, "mujoco", "ppo")
+    cfg, _, source = load(["--game", "Breakout"])
+    assert (source, cfg.algo, cfg.t_max) == (CONFIG_DIR / "ppo_atari.yaml", "ppo", 128)
+    cfg, _, source = load(["--game", "Breakout", "--algo", "a3c"])
+    assert (source, cfg.algo, cfg.t_max) == (CONFIG_DIR / "atari.yaml", "a3c", 5)
+    assert load(["--game", "Pong", "--net", "lstm"])[2] == CONFIG_DIR / "atari_lstm.yaml"  # its own kind
+    assert load(["--game", "Hopper-v5"])[2] == CONFIG_DIR / "ppo_mujoco.yaml"
+    assert load(["--game", "Pendulum-v1"])[2] == CONFIG_DIR / "pendulum.yaml"  # its own preset, whatever the kind's
     for bad, says in ((["--ppo-minibatches", "2000"], "more than a rollout's 1024 steps"),
                       (["--gae-lambda", "1.5"], "--gae-lambda must lie in [0, 1]"),
                       (["--ppo-epochs", "0"], "--ppo-epochs must be a positive integer"),

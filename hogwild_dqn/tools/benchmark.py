@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from hogwild_dqn.config import ConfigError, Parser
+from hogwild_dqn.config import DEFAULT_ALGO, ConfigError, Parser
 from hogwild_dqn.envs import resolve
 from hogwild_dqn.rundir import UNSCORED_EXIT, is_periodic
 from hogwild_dqn.tools import TRAIN, done, ended, fmt, pyplot, read_json, resume_or_start, save, spread
@@ -446,7 +446,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--frames", type=int, default=None, help="frames of every run")
     p.add_argument("--sb3", action=argparse.BooleanOptionalAction, default=None,
                    help="run Stable-Baselines3 A2C (rl-zoo settings) beside each run (default: the mujoco suite's)")
-    p.add_argument("--algo", default="a3c")
+    p.add_argument("--algo", default=None, help="default: the suite's kind's (config.DEFAULT_ALGO)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--logdir", type=Path, default=None,
                    help="where the runs go (default: runs/benchmark, runs/benchmark-mujoco for the mujoco suite)")
@@ -460,6 +460,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--report-only", action="store_true", help="write the report of the runs there are; run none")
     args = p.parse_args(argv)
     args.train_args = train_args
+    args.algo = args.algo or DEFAULT_ALGO[args.suite]
     games, frames, sb3 = SUITES[args.suite]
     args.games = args.games or list(games)
     args.frames = frames if args.frames is None else args.frames
