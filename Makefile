@@ -28,6 +28,7 @@ SEEDS_LIST ?=
 BENCHMARK_ARGS ?=
 SUITE   ?=
 RECORD  ?=
+SECONDS ?=
 
 opt = $(if $(strip $(2)),$(1) $(2))
 TRAIN_ARGS = $(call opt,--game,$(GAME)) $(call opt,--algo,$(ALGO)) $(call opt,--threads,$(THREADS)) \
@@ -35,7 +36,7 @@ TRAIN_ARGS = $(call opt,--game,$(GAME)) $(call opt,--algo,$(ALGO)) $(call opt,--
              $(call opt,--config,$(CONFIG)) $(call opt,--logdir,$(LOGDIR)) $(call opt,--resume,$(RESUME)) \
              $(call opt,--cluster,$(CLUSTER)) $(ARGS)
 
-.PHONY: check install-dev install install-cluster install-baselines install-mujoco install-benchmark benchmark train test test-slow test-all soak sweep report bench play baseline-sb3 evidence figures ablation clean-venv
+.PHONY: check install-dev install install-cluster install-baselines install-mujoco install-benchmark benchmark train test test-slow test-all soak sweep report bench play baseline-sb3 install-sf baseline-sf evidence figures ablation clean-venv
 
 install: $(STAMP)
 
@@ -54,6 +55,16 @@ install-baselines: $(BASELINES_STAMP)
 $(BASELINES_STAMP): requirements-baselines.txt $(STAMP)
 	$(PY) -m pip install --quiet -r requirements-baselines.txt
 	touch $(BASELINES_STAMP)
+
+# Sample Factory, the peer of docs/results.md (baselines/sf_appo.py), in a venv of its own: it pins gymnasium 0.29.
+SF_VENV := .venv-sf
+SF_STAMP := $(SF_VENV)/.installed
+install-sf: $(SF_STAMP)
+
+$(SF_STAMP): requirements-sf.txt
+	$(PYTHON) -m venv $(SF_VENV)
+	$(SF_VENV)/bin/python -m pip install --quiet -r requirements-sf.txt
+	touch $(SF_STAMP)
 
 # MuJoCo, for its continuous-control tasks (GAME=InvertedPendulum-v5, HalfCheetah-v5); nothing else needs it.
 MUJOCO_STAMP := $(VENV)/.installed-mujoco
@@ -96,7 +107,7 @@ train: $(STAMP) $(if $(strip $(CLUSTER)),$(CLUSTER_STAMP))
 test: $(STAMP) $(DEV_STAMP)
 	$(PY) -m pytest -q -m "not slow" tests
 
-test-slow: $(STAMP) $(DEV_STAMP) $(CLUSTER_STAMP) $(MUJOCO_STAMP) $(BENCHMARK_STAMP) $(BASELINES_STAMP)
+test-slow: $(STAMP) $(DEV_STAMP) $(CLUSTER_STAMP) $(MUJOCO_STAMP) $(BENCHMARK_STAMP) $(BASELINES_STAMP) $(SF_STAMP)
 	$(PY) -m pytest -q -m slow tests
 
 test-all: test test-slow
@@ -137,6 +148,12 @@ SB3_GAME = $(or $(GAME),Breakout)
 baseline-sb3: $(BASELINES_STAMP)
 	$(PY) baselines/sb3_a2c.py --game $(SB3_GAME) --frames $(or $(FRAMES),10000000) --seed $(or $(SEED),1) \
 	  --run-dir $(or $(RUN_DIR),runs/sb3-a2c-$(SB3_GAME)-s$(or $(SEED),1)) $(ARGS)
+
+# Sample Factory's APPO with its Atari defaults (baselines/sf_appo.py): GAME, SEED, SECONDS (the wall budget; 10M
+# frames at most), scored over 30 whole games.
+baseline-sf: $(SF_STAMP)
+	$(SF_VENV)/bin/python baselines/sf_appo.py --game $(SB3_GAME) --seed $(or $(SEED),1) --seconds $(or $(SECONDS),3600) \
+	  --run-dir $(or $(RUN_DIR),runs/sf-appo-$(SB3_GAME)-s$(or $(SEED),1)) $(ARGS)
 
 # docs/results.md's runs: every one (or ROWS="name ..."), one after another, skipping finished ones (hours).
 evidence: $(STAMP)

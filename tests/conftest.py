@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # the cluster, the benchmark suite, the optional extras' tasks and the soak, each minutes long. `make test` runs
 # the rest: the features' proofs on real processes with tiny budgets.
 SLOW_MODULES = {"test_learning", "test_lstm", "test_cluster", "test_benchmark", "test_continuous", "test_soak",
-                "test_baselines", "test_ablation", "test_play_trained"}
+                "test_baselines", "test_ablation", "test_play_trained", "test_peer_sf"}
 _started: list[subprocess.Popen] = []  # every start_train of the running test
 
 

@@ -1,0 +1,39 @@
+"""The Sample Factory peer script (baselines/sf_appo.py) trains with Sample Factory's own Atari entry point in its
+own venv and scores the last weights over whole games, as our final evaluation does."""
+
+import json
+import subprocess
+
+import pytest
+
+from tests.conftest import ROOT
+
+SF_PYTHON = ROOT / ".venv-sf" / "bin" / "python"
+if not SF_PYTHON.is_file():
+    pytest.skip("the Sample Factory peer has a venv of its own: make install-sf (make test-slow installs it)",
+                allow_module_level=True)
+
+
+def test_sample_factory_trains_under_its_budget_and_its_last_weights_play_whole_games(tmp_path):
+    run = tmp_path / "sf"
+    proc = subprocess.run([SF_PYTHON, ROOT / "baselines" / "sf_appo.py", "--game", "Breakout", "--seed", "1",
+                           "--frames", "20000", "--seconds", "240", "--episodes", "2", "--run-dir", run],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    s = json.loads((run / "summary.json").read_text())
+    assert (s["game"], s["seed"], s["status"], s["budget"]) == ("Breakout", 1, "finished",
+                                                               {"frames": 20000, "seconds": 240})
+    assert 20_000 <= s["frames"] < 60_000 and s["frames_per_second"] > 0  # Sample Factory counts whole batches
+    final = s["final_eval"]
+    assert final["episodes"] == 2 and len(final["returns"]) == 2 and final["frames"] == s["frames"]
+    # whole games, every life: a game of Breakout is 5 lives, and even an untrained agent's life lasts ~150 frames
+    assert all(length >= 5 * 100 for length in final["lengths"]), final["lengths"]
+    assert list((run / "sf" / "checkpoint_p0").glob("checkpoint_*.pth"))  # Sample Factory's own experiment dir
+    assert f"sf_appo: Breakout seed 1: {s['frames']:,} frames" in proc.stdout
+    # a game cut at the cap is scored as it stands and the next one starts afresh
+    proc = subprocess.run([SF_PYTHON, ROOT / "baselines" / "sf_appo.py", "--game", "Breakout", "--eval-only",
+                           "--episodes", "2", "--max-episode-frames", "400", "--run-dir", run],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    cut = json.loads((run / "summary.json").read_text())
+    assert cut["final_eval"]["lengths"] == [400, 400] and cut["wall_seconds"] == s["wall_seconds"]
