@@ -28,3 +28,6 @@ $PY -m hogwild_dqn.tools.curves --x frames --title "Breakout, seed 1, FIRE reset
   docs/breakout_fire_evals.csv="A3C (03a8c7e)"
 $PY -m hogwild_dqn.tools.curves --x frames --by seed --title "Qbert: PPO (seed 1, 6e25702) beside the A3C suite's seeds 1-3" \
   --out docs/ppo_qbert_frames.png docs/ppo_qbert_evals.csv="PPO (6e25702)" docs/qbert_a3c_suite_evals.csv="A3C,"
+$PY -m hogwild_dqn.tools.curves --x frames --by seed --title "SpaceInvaders: PPO (seed 1, 6e25702) beside the A3C suite's seeds 2-3" \
+  --out docs/ppo_spaceinvaders_frames.png docs/ppo_spaceinvaders_evals.csv="PPO (6e25702)" \
+  docs/spaceinvaders_a3c_suite_evals.csv="A3C,"
