@@ -13,12 +13,12 @@ row() {  # run dir name, then the make target and its variables
   ROW[$1]=$(printf '%q ' "${@:2}")
   ORDER+=("$1")
 }
-for seed in 1 2 3; do row "pong-a3c-s$seed" train GAME=Pong SEED=$seed ARGS="--stop-return 18"; done
-for seed in 1 2; do row "pong-a3c-lstm-s$seed" train GAME=Pong SEED=$seed ARGS="--net lstm --stop-return 18"; done
+for seed in 1 2 3; do row "pong-a3c-s$seed" train GAME=Pong ALGO=a3c SEED=$seed ARGS="--stop-return 18"; done
+for seed in 1 2; do row "pong-a3c-lstm-s$seed" train GAME=Pong ALGO=a3c SEED=$seed ARGS="--net lstm --stop-return 18"; done
 row pong-q1-s1 train GAME=Pong ALGO=q1 SEED=1 FRAMES=10000000 ARGS="--stop-return 18"
 row pong-sarsa1-s1 train GAME=Pong ALGO=sarsa1 SEED=1 FRAMES=10000000 ARGS="--stop-return 18"
 for game in Breakout SpaceInvaders BeamRider Qbert; do
-  row "$(echo $game | tr A-Z a-z)-a3c-s1" train GAME=$game SEED=1 FRAMES=10000000
+  row "$(echo $game | tr A-Z a-z)-a3c-s1" train GAME=$game ALGO=a3c SEED=1 FRAMES=10000000
 done
 row sb3-a2c-breakout-s1 baseline-sb3 GAME=Breakout SEED=1 FRAMES=10000000
 # standard (1 process) against asynchronous (2 processes) DQN with replay on Pong (docs/results.md "Standard against

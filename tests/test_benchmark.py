@@ -18,7 +18,8 @@ from tests.conftest import run_cmd, start
 pytest.importorskip("rliable", reason="the benchmark extra is not installed: make install-benchmark")
 trim_mean = pytest.importorskip("scipy.stats").trim_mean
 
-SUITE = ["--games", "CartPole-v1", "--frames", "10000", "--reference", "CartPole-v1=22,500", "--reps", "2000"]
+SUITE = ["--games", "CartPole-v1", "--algo", "a3c", "--frames", "10000", "--reference", "CartPole-v1=22,500",
+         "--reps", "2000"]
 TRAIN = ["--", "--eval-every", "5000", "--final-eval-episodes", "5"]
 
 
@@ -94,7 +95,7 @@ def test_a_stopped_suite_resumes_its_cut_run_from_the_checkpoint(tmp_path):
     (["--reference", "Pong=1"], "--reference 'Pong=1': expected GAME=RANDOM,HUMAN"),
     (["--frames", "0"], "must be positive"),
     (["--record", "pytest.ini"], "--record pytest.ini: not a directory"),
-    (["--games", "CartPole-v1", "--", "--lr", "-1"], "train.py refused the run CartPole-v1-a3c-s1: train.py: error"),
+    (["--games", "CartPole-v1", "--", "--lr", "-1"], "train.py refused the run CartPole-v1-ppo-s1: train.py: error"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, said):
     done = benchmark("--logdir", tmp_path, "--seeds", 1, *args)

@@ -115,6 +115,8 @@ def test_every_preset_loads_and_validates(preset):
 @pytest.mark.parametrize("game", ["Pong", "Breakout", "ALE/Qbert-v5"])
 def test_ale_games_default_to_the_preset_that_learns_on_few_cores(game):
     cfg, _, source = load(["--game", game])
+    assert source == CONFIG_DIR / "ppo_atari.yaml" and cfg.algo == "ppo"  # the default (DEFAULT_ALGO)
+    cfg, _, source = load(["--game", game, "--algo", "a3c"])
     assert source == CONFIG_DIR / "atari.yaml"
     assert (cfg.envs_per_worker, cfg.rms_eps, cfg.obs_standardize, cfg.grad_clip) == (8, 1e-5, True, 2.5)
     paper, _, source = load(["--game", game, "--config", str(CONFIG_DIR / "paper.yaml")])
@@ -134,7 +136,7 @@ def test_continuous_control_tasks_take_their_presets(game, preset):
 
 def test_lstm_takes_the_atari_preset_with_longer_segments_and_a_normalized_input():
     cfg, _, source = load(["--game", "Pong", "--net", "lstm"])
-    ff, _, _ = load(["--game", "Pong"])
+    ff, _, _ = load(["--game", "Pong", "--algo", "a3c"])
     assert source == CONFIG_DIR / "atari_lstm.yaml" and (cfg.net, cfg.t_max, ff.t_max) == ("lstm", 20, 5)
     assert cfg.lstm_norm and not ff.lstm_norm and cfg.lstm_norm_eps == 0.01
     differ = {k for k, v in cfg.to_dict().items() if ff.to_dict()[k] != v}
@@ -161,7 +163,7 @@ def test_ppo_takes_its_own_presets_and_checks_its_values():
     assert source == CONFIG_DIR / "ppo_mujoco.yaml"
     assert (cfg.t_max, cfg.envs_per_worker, cfg.ppo_epochs, cfg.ppo_minibatches, cfg.ppo_clip, cfg.lr,
             cfg.entropy_beta, cfg.reward_normalize, cfg.obs_normalize) == (1024, 1, 10, 16, 0.2, 3e-4, 0.0, True, True)
-    assert load(["--game", "Pong"])[0].gae_lambda == 1.0  # A3C's n-step advantage, unless asked
+    assert load(["--game", "Pong", "--algo", "a3c"])[0].gae_lambda == 1.0  # A3C's n-step advantage, unless asked
 
 
 def test_without_algo_a_game_trains_with_its_kinds_default(monkeypatch):

@@ -34,7 +34,8 @@ def test_killed_worker_is_restarted_and_training_finishes(tmp_path):
 
 def test_worker_out_of_memory_is_logged_with_traceback_and_restarted(tmp_path):
     run = tmp_path / "run"
-    proc = start_train(run, "--game", "Pong", "--threads", 2, "--frames", 10**9, "--eval-every", 10**8)
+    proc = start_train(run, "--game", "Pong", "--algo", "a3c", "--threads", 2, "--frames", 10**9,
+                       "--eval-every", 10**8)
     worker1 = spawned_children(proc.pid)[1]
     # the kernel refuses the worker any further memory: its next large allocation raises
     worker1.rlimit(psutil.RLIMIT_AS, (worker1.memory_info().vms, psutil.RLIM_INFINITY))
@@ -89,8 +90,8 @@ def test_sigterm_and_sigint_stop_everything_and_leave_nothing_behind(tmp_path):
         run, tmp = tmp_path / f"run{sig}", tmp_path / f"tmp{sig}"
         tmp.mkdir()
         shm_before = _listing(Path("/dev/shm"))
-        proc = start_train(run, "--game", "Pong", "--threads", 2, "--frames", 10**9, "--eval-every", 10**8,
-                           env={**os.environ, "TMPDIR": str(tmp)})
+        proc = start_train(run, "--game", "Pong", "--algo", "a3c", "--threads", 2, "--frames", 10**9,
+                           "--eval-every", 10**8, env={**os.environ, "TMPDIR": str(tmp)})
         children = psutil.Process(proc.pid).children(recursive=True)
         assert len(children) >= 3
         t0 = time.time()

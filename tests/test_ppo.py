@@ -57,9 +57,10 @@ def test_a_rollout_bootstraps_a_truncated_game_from_its_last_state(tmp_path):
     assert int(shared.worker_updates[0]) == 4 * 2 and shared.frames() == frames + 2 * 7
 
 
-def test_ppo_trains_pong_with_two_workers_and_logs_its_lag(tmp_path):
+def test_pong_trains_ppo_by_default_with_two_workers_and_logs_its_lag(tmp_path):
+    """No --algo: an ALE game takes PPO's preset (config.DEFAULT_ALGO) and the run's first line names it."""
     run = tmp_path / "ppo"
-    proc = run_train("--game", "Pong", "--algo", "ppo", "--threads", 2, "--frames", 8000, "--t-max", 32,
+    proc = run_train("--game", "Pong", "--threads", 2, "--frames", 8000, "--t-max", 32,
                      "--envs-per-worker", 2, "--eval-every", 8000, "--eval-episodes", 1, "--final-eval-episodes", 2,
                      "--max-episode-frames", 400, "--log-every", 4, "--run-dir", run, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]

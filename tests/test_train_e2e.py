@@ -17,7 +17,7 @@ def test_pong_run_dir_contents(tmp_path):
                      "--envs-per-worker", 1, "--eval-episodes", 1, "--final-eval-episodes", 3,
                      "--max-episode-frames", 2000, "--log-every", 10, "--run-dir", run, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    # the default preset for ALE games, named in the run's first line with the values that decide learning
+    # A3C's preset for ALE games, named in the run's first line with the values that decide learning
     # and the protocol, as every score names it (summary.json too)
     assert proc.stdout.splitlines()[0] == ("configs/atari.yaml: a3c on Pong, 2 workers x 1 game, rmsprop lr 0.0007 "
                                            "eps 1e-05, 6,000 frames, seed 1; Pong, no sticky actions, up to 30 "
