@@ -1,11 +1,12 @@
-"""The fastest public asynchronous PPO as a peer: Sample Factory's APPO on an Atari game with its own Atari
+"""The peer: Sample Factory's APPO (a fast public asynchronous PPO) on an Atari game with its own Atari
 defaults, measured as our runs are. It runs in a venv of its own (Sample Factory pins gymnasium 0.29 and
 ale-py 0.9, which ours does not use):
 
     make install-sf                                  (.venv-sf from requirements-sf.txt)
     .venv-sf/bin/python baselines/sf_appo.py --game Breakout --seed 1 --seconds 3600 --run-dir runs/peer/sf-breakout
 
-Training is `python -m sf_examples.atari.train_atari` with nothing changed but the experiment's place, the seed,
+Training is Sample Factory's own Atari entry point (`sf_examples.atari.train_atari`'s main, run through this
+file so that its spawned processes import ale-py) with nothing changed but the experiment's place, the seed,
 the device (cpu) and the budget: `--train_for_env_steps` (--frames, 10M; Sample Factory counts them with the
 frame skip, as our --frames counts emulator frames) and `--train_for_seconds` (--seconds: the wall budget of
 ours beside it). Its Atari defaults (sf_examples/atari/atari_params.py): 8 rollout workers x 1 env, rollouts
@@ -75,6 +76,8 @@ def evaluate(args: argparse.Namespace) -> tuple[dict, int]:
     model = create_actor_critic(cfg, env.observation_space, env.action_space)
     model.eval()
     checkpoints = Learner.get_checkpoints(Learner.checkpoint_dir(cfg, 0), "checkpoint_*")
+    if not checkpoints:
+        raise SystemExit(f"baselines/sf_appo.py: error: no checkpoint under {args.run_dir / EXPERIMENT}")
     state = Learner.load_checkpoint(checkpoints, torch.device("cpu"))
     model.load_state_dict(state["model"])
     frames_per_step = cfg.env_frameskip
@@ -115,6 +118,12 @@ def wrapper(env, attribute: str):
     return inner
 
 
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line and exit 2, as ours, without the usage dump
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == [SF_TRAIN]:
@@ -122,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
 
         sys.argv = [sys.argv[0], *argv[1:]]
         return sf_main()
-    p = argparse.ArgumentParser(prog="baselines/sf_appo.py", description=__doc__.splitlines()[0])
+    p = Parser(prog="baselines/sf_appo.py", description=__doc__.splitlines()[0])
     p.add_argument("--game", required=True, help="an ALE game as ours names it: Breakout, Qbert, ...")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--frames", type=int, default=10_000_000, help="emulator frames (with the frame skip)")
@@ -133,11 +142,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--run-dir", type=Path, required=True)
     p.add_argument("--eval-only", action="store_true", help="evaluate the run dir's newest checkpoint; no training")
     args = p.parse_args(argv)
+    from sf_examples.atari.atari_utils import ATARI_ENVS
+
+    if f"atari_{args.game.lower()}" not in {spec.name for spec in ATARI_ENVS}:
+        p.error(f"--game {args.game!r}: not one of Sample Factory's Atari games (Breakout, Qbert, ...)")
+    if min(args.frames, args.seconds, args.episodes, args.max_episode_frames) < 1:
+        p.error("--frames, --seconds, --episodes and --max-episode-frames must be positive")
+    if args.eval_only and not (args.run_dir / EXPERIMENT / "config.json").is_file():
+        p.error(f"--eval-only: no Sample Factory experiment in {args.run_dir} (its {EXPERIMENT}/config.json)")
     args.run_dir.mkdir(parents=True, exist_ok=True)
     summary_path = args.run_dir / "summary.json"
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
     if not args.eval_only:
-        rc, wall = train(args)
+        try:
+            rc, wall = train(args)
+        except KeyboardInterrupt:
+            print("sf_appo: stopped; Sample Factory's checkpoints stay in the run dir (--eval-only scores the "
+                  "newest)", file=sys.stderr)
+            return 130
         if rc != 0:
             print(f"sf_appo: Sample Factory's training exited with {rc}", file=sys.stderr)
             return 1

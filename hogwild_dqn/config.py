@@ -362,10 +362,10 @@ class Parser(argparse.ArgumentParser):
 def build_parser(prog: str = "train.py", version: str | None = None) -> argparse.ArgumentParser:
     p = Parser(prog=prog, description="Hogwild asynchronous deep RL (Mnih et al. 2016).",
                                 argument_default=argparse.SUPPRESS)
-    p.add_argument("--config", help="YAML preset (default: configs/atari.yaml for ALE games (atari_lstm.yaml with "
-                                    "--net lstm, dqn_atari.yaml with --algo dqn, ppo_atari.yaml with --algo ppo), "
-                                    "configs/mujoco.yaml (ppo_mujoco.yaml with --algo ppo) "
-                                    "for MuJoCo tasks, configs/pendulum.yaml for Pendulum-v1, "
+    p.add_argument("--config", help="YAML preset (default: configs/ppo_atari.yaml for ALE games (atari.yaml with "
+                                    "--algo a3c and the other algorithms, atari_lstm.yaml with --net lstm, "
+                                    "dqn_atari.yaml with --algo dqn), configs/mujoco.yaml (ppo_mujoco.yaml with "
+                                    "--algo ppo) for MuJoCo tasks, configs/pendulum.yaml for Pendulum-v1, "
                                     "configs/cartpole.yaml for other gymnasium ids)")
     p.add_argument("--resume", metavar="DIR", help="continue the run in DIR from its checkpoint.pt")
     if version is not None:

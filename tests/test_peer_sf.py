@@ -37,3 +37,14 @@ def test_sample_factory_trains_under_its_budget_and_its_last_weights_play_whole_
     assert proc.returncode == 0, proc.stderr[-3000:]
     cut = json.loads((run / "summary.json").read_text())
     assert cut["final_eval"]["lengths"] == [400, 400] and cut["wall_seconds"] == s["wall_seconds"]
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--game", "Foo"], "--game 'Foo': not one of Sample Factory's Atari games"),
+    (["--game", "Breakout", "--seconds", "0"], "--seconds, --episodes and --max-episode-frames must be positive"),
+    (["--game", "Breakout", "--eval-only"], "--eval-only: no Sample Factory experiment in"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, args, said):
+    proc = subprocess.run([SF_PYTHON, ROOT / "baselines" / "sf_appo.py", *args, "--run-dir", tmp_path / "sf"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and said in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
