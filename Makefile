@@ -144,16 +144,16 @@ play: $(STAMP)
 	$(PY) -m hogwild_dqn.play $(or $(RUN),$(error give the run dir: make play RUN=runs/...)) --episodes $(EPISODES) $(ARGS)
 
 # SB3 A2C with rl-zoo's Atari hyperparameters, evaluated and summarized as our runs (docs/results.md).
-SB3_GAME = $(or $(GAME),Breakout)
+BASELINE_GAME = $(or $(GAME),Breakout)
 baseline-sb3: $(BASELINES_STAMP)
-	$(PY) baselines/sb3_a2c.py --game $(SB3_GAME) --frames $(or $(FRAMES),10000000) --seed $(or $(SEED),1) \
-	  --run-dir $(or $(RUN_DIR),runs/sb3-a2c-$(SB3_GAME)-s$(or $(SEED),1)) $(ARGS)
+	$(PY) baselines/sb3_a2c.py --game $(BASELINE_GAME) --frames $(or $(FRAMES),10000000) --seed $(or $(SEED),1) \
+	  --run-dir $(or $(RUN_DIR),runs/sb3-a2c-$(BASELINE_GAME)-s$(or $(SEED),1)) $(ARGS)
 
 # Sample Factory's APPO with its Atari defaults (baselines/sf_appo.py): GAME, SEED, SECONDS (the wall budget; 10M
 # frames at most), scored over 30 whole games.
 baseline-sf: $(SF_STAMP)
-	$(SF_VENV)/bin/python baselines/sf_appo.py --game $(SB3_GAME) --seed $(or $(SEED),1) --seconds $(or $(SECONDS),3600) \
-	  --run-dir $(or $(RUN_DIR),runs/sf-appo-$(SB3_GAME)-s$(or $(SEED),1)) $(ARGS)
+	$(SF_VENV)/bin/python baselines/sf_appo.py --game $(BASELINE_GAME) --seed $(or $(SEED),1) --seconds $(or $(SECONDS),3600) \
+	  --run-dir $(or $(RUN_DIR),runs/sf-appo-$(BASELINE_GAME)-s$(or $(SEED),1)) $(ARGS)
 
 # docs/results.md's runs: every one (or ROWS="name ..."), one after another, skipping finished ones (hours).
 evidence: $(STAMP)

@@ -332,8 +332,8 @@ def game_kind(game: str, net: str = "ff") -> str:
         from gymnasium import registry  # gymnasium, not torch: config stays light
 
         spec = registry.get(game)
-        return "mujoco" if spec is not None and str(spec.entry_point).startswith("gymnasium.envs.mujoco") else \
-            "cartpole"
+        mujoco = spec is not None and str(spec.entry_point).startswith("gymnasium.envs.mujoco")
+        return "mujoco" if mujoco else "cartpole"
     return "atari_lstm" if net == "lstm" else "atari"
 
 

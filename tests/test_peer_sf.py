@@ -2,11 +2,10 @@
 own venv and scores the last weights over whole games, as our final evaluation does."""
 
 import json
-import subprocess
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, run_cmd
 
 SF_PYTHON = ROOT / ".venv-sf" / "bin" / "python"
 if not SF_PYTHON.is_file():
@@ -14,11 +13,15 @@ if not SF_PYTHON.is_file():
                 allow_module_level=True)
 
 
+def sf_appo(*args, timeout: float):
+    """`baselines/sf_appo.py ARGS` in the peer's venv, tracked as every command a test starts."""
+    return run_cmd([SF_PYTHON, ROOT / "baselines" / "sf_appo.py", *args], timeout)
+
+
 def test_sample_factory_trains_under_its_budget_and_its_last_weights_play_whole_games(tmp_path):
     run = tmp_path / "sf"
-    proc = subprocess.run([SF_PYTHON, ROOT / "baselines" / "sf_appo.py", "--game", "Breakout", "--seed", "1",
-                           "--frames", "20000", "--seconds", "240", "--episodes", "2", "--run-dir", run],
-                          capture_output=True, text=True, timeout=600)
+    proc = sf_appo("--game", "Breakout", "--seed", 1, "--frames", 20000, "--seconds", 240, "--episodes", 2,
+                   "--run-dir", run, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     s = json.loads((run / "summary.json").read_text())
     assert (s["game"], s["seed"], s["status"], s["budget"]) == ("Breakout", 1, "finished",
@@ -31,9 +34,8 @@ def test_sample_factory_trains_under_its_budget_and_its_last_weights_play_whole_
     assert list((run / "sf" / "checkpoint_p0").glob("checkpoint_*.pth"))  # Sample Factory's own experiment dir
     assert f"sf_appo: Breakout seed 1: {s['frames']:,} frames" in proc.stdout
     # a game cut at the cap is scored as it stands and the next one starts afresh
-    proc = subprocess.run([SF_PYTHON, ROOT / "baselines" / "sf_appo.py", "--game", "Breakout", "--eval-only",
-                           "--episodes", "2", "--max-episode-frames", "400", "--run-dir", run],
-                          capture_output=True, text=True, timeout=300)
+    proc = sf_appo("--game", "Breakout", "--eval-only", "--episodes", 2, "--max-episode-frames", 400, "--run-dir", run,
+                   timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     cut = json.loads((run / "summary.json").read_text())
     assert cut["final_eval"]["lengths"] == [400, 400] and cut["wall_seconds"] == s["wall_seconds"]
@@ -45,6 +47,5 @@ def test_sample_factory_trains_under_its_budget_and_its_last_weights_play_whole_
     (["--game", "Breakout", "--eval-only"], "--eval-only: no Sample Factory experiment in"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, said):
-    proc = subprocess.run([SF_PYTHON, ROOT / "baselines" / "sf_appo.py", *args, "--run-dir", tmp_path / "sf"],
-                          capture_output=True, text=True, timeout=120)
+    proc = sf_appo(*args, "--run-dir", tmp_path / "sf", timeout=120)
     assert proc.returncode == 2 and said in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
