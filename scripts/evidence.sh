@@ -21,6 +21,13 @@ for game in Breakout SpaceInvaders BeamRider Qbert; do
   row "$(echo $game | tr A-Z a-z)-a3c-s1" train GAME=$game ALGO=a3c SEED=1 FRAMES=10000000
 done
 row sb3-a2c-breakout-s1 baseline-sb3 GAME=Breakout SEED=1 FRAMES=10000000
+# PPO, the default on ALE games (docs/results.md "PPO"), and the peer beside it: Sample Factory's APPO for the wall
+# time of one of our 10M-frame runs on a 2-core machine
+for seed in 1 2 3; do row "pong-ppo-s$seed" train GAME=Pong ALGO=ppo SEED=$seed ARGS="--stop-return 18"; done
+row breakout-ppo-s1 train GAME=Breakout ALGO=ppo SEED=1 FRAMES=10000000
+for game in Breakout Qbert; do
+  row "sf-appo-$(echo $game | tr A-Z a-z)-s1" baseline-sf GAME=$game SEED=1 SECONDS=3600
+done
 # standard (1 process) against asynchronous (2 processes) DQN with replay on Pong (docs/results.md "Standard against
 # asynchronous DQN")
 for t in 2 1; do row "pong-dqn-t$t-s1" train GAME=Pong ALGO=dqn THREADS=$t SEED=1 ARGS="--stop-return 18"; done
