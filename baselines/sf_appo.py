@@ -8,11 +8,13 @@ ale-py 0.9, which ours does not use):
 Training is Sample Factory's own Atari entry point (`sf_examples.atari.train_atari`'s main, run through this
 file so that its spawned processes import ale-py) with nothing changed but the experiment's place, the seed,
 the device (cpu) and the budget: `--train_for_env_steps` (--frames, 10M; Sample Factory counts them with the
-frame skip, as our --frames counts emulator frames) and `--train_for_seconds` (--seconds: the wall budget of
-ours beside it). Its Atari defaults (sf_examples/atari/atari_params.py): 8 rollout workers x 1 env, rollouts
-of 128 steps, batches of 256, 4 epochs x 4 batches, clip 0.1, Adam 2.5e-4 linearly decayed (eps 1e-5), GAE
-0.95, normalized inputs and returns; its env: NoFrameskip-v4 (no sticky actions), up to 30 no-op starts, frame
-skip 4 with max-pooling, life-loss terminals, FIRE reset, clipped rewards, 84x84 grey, 4 stacked frames.
+frame skip, as our --frames counts emulator frames) and --seconds, the wall budget of ours beside it (kept
+here: Sample Factory 2.1.1's own `--train_for_seconds` never fires; at the budget its processes get SIGINT, its
+learner saves a checkpoint, and summary.json says "stopped_by": "seconds"). Its Atari defaults
+(sf_examples/atari/atari_params.py): 8 rollout workers x 1 env, rollouts of 128 steps, batches of 256, 4 epochs
+x 4 batches, clip 0.1, Adam 2.5e-4 linearly decayed (eps 1e-5), GAE 0.95, normalized inputs and returns; its
+env: NoFrameskip-v4 (no sticky actions), up to 30 no-op starts, frame skip 4 with max-pooling, life-loss
+terminals, FIRE reset, clipped rewards, 84x84 grey, 4 stacked frames.
 
 Then its last weights (the newest checkpoint) play --episodes (30) whole games as our final evaluation plays
 them: the policy sampled, raw scores (RecordEpisodeStatistics of the unclipped game), every life of a game in
@@ -25,6 +27,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -36,17 +40,45 @@ import ale_py  # noqa: F401
 
 EXPERIMENT = "sf"
 SF_TRAIN = "sf-train"  # first argument of the training child: Sample Factory's own Atari entry point
+STOP_GRACE_SECONDS = 120  # time for its learner to save a checkpoint at the wall budget (5 s seen)
 
 
-def train(args: argparse.Namespace) -> tuple[int, float]:
-    """Sample Factory's own Atari training, in a child process; returns its exit status and wall seconds."""
+def train(args: argparse.Namespace) -> tuple[int, float, str]:
+    """Sample Factory's own Atari training, in a child process; returns its exit status, its wall seconds and which
+    budget ended it ("frames" or "seconds")."""
     cmd = [sys.executable, __file__, SF_TRAIN, f"--env=atari_{args.game.lower()}",
            f"--experiment={EXPERIMENT}", f"--train_dir={args.run_dir}", f"--seed={args.seed}", "--device=cpu",
            f"--train_for_env_steps={args.frames}", f"--train_for_seconds={args.seconds}"]
     print(" ".join(cmd), flush=True)
     start = time.monotonic()
-    rc = subprocess.call(cmd)
-    return rc, time.monotonic() - start
+    # A session of its own, so that the stop below reaches all of Sample Factory's processes and nothing else.
+    child = subprocess.Popen(cmd, start_new_session=True)
+    try:
+        child.wait(timeout=args.seconds)
+        return child.returncode, time.monotonic() - start, "frames"
+    except subprocess.TimeoutExpired:
+        # Sample Factory 2.1.1 never advances the clock its --train_for_seconds reads (Runner.total_train_seconds
+        # stays 0), so the wall budget is kept here. On SIGINT its learner saves a checkpoint and every process
+        # ends, as after a Ctrl-C.
+        stop(child)
+        return 0, time.monotonic() - start, "seconds"
+    except BaseException:  # Ctrl-C (the child, in its own session, did not get it) or an error here
+        stop(child)
+        raise
+
+
+def stop(child: subprocess.Popen) -> None:
+    """SIGINT to the child's session, then, after STOP_GRACE_SECONDS, SIGKILL."""
+    for sig, grace in ((signal.SIGINT, STOP_GRACE_SECONDS), (signal.SIGKILL, None)):
+        try:
+            os.killpg(child.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            child.wait(timeout=grace)
+            return
+        except subprocess.TimeoutExpired:
+            pass
 
 
 def evaluate(args: argparse.Namespace) -> tuple[dict, int]:
@@ -78,7 +110,9 @@ def evaluate(args: argparse.Namespace) -> tuple[dict, int]:
     checkpoints = Learner.get_checkpoints(Learner.checkpoint_dir(cfg, 0), "checkpoint_*")
     if not checkpoints:
         raise SystemExit(f"baselines/sf_appo.py: error: no checkpoint under {args.run_dir / EXPERIMENT}")
-    state = Learner.load_checkpoint(checkpoints, torch.device("cpu"))
+    # Not Learner.load_checkpoint: its torch.load reads weights only (torch 2.6's default), and once a run has
+    # scored its first best, Sample Factory writes that score as a numpy scalar into every checkpoint.
+    state = torch.load(checkpoints[-1], map_location="cpu", weights_only=False)
     model.load_state_dict(state["model"])
     frames_per_step = cfg.env_frameskip
     returns, lengths = [], []
@@ -152,10 +186,12 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--eval-only: no Sample Factory experiment in {args.run_dir} (its {EXPERIMENT}/config.json)")
     args.run_dir.mkdir(parents=True, exist_ok=True)
     summary_path = args.run_dir / "summary.json"
-    summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
+    summary = {"game": args.game, "algo": "sf_appo", "seed": args.seed}
+    if summary_path.exists():
+        summary.update(json.loads(summary_path.read_text()))
     if not args.eval_only:
         try:
-            rc, wall = train(args)
+            rc, wall, stopped_by = train(args)
         except KeyboardInterrupt:
             print("sf_appo: stopped; Sample Factory's checkpoints stay in the run dir (--eval-only scores the "
                   "newest)", file=sys.stderr)
@@ -164,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"sf_appo: Sample Factory's training exited with {rc}", file=sys.stderr)
             return 1
         summary = {"game": args.game, "algo": "sf_appo", "threads": 8, "seed": args.seed, "wall_seconds": wall,
-                   "budget": {"frames": args.frames, "seconds": args.seconds}}
+                   "budget": {"frames": args.frames, "seconds": args.seconds}, "stopped_by": stopped_by}
     final, frames = evaluate(args)
     summary.update({"frames": frames, "final_eval": final, "status": "finished"})
     if summary.get("wall_seconds"):
