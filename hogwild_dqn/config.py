@@ -19,6 +19,10 @@ from hogwild_dqn.algorithms import ALGORITHMS, unable
 _PACKAGED = files("hogwild_dqn") / "configs"
 CONFIG_DIR = Path(str(_PACKAGED)) if _PACKAGED.is_dir() else Path(__file__).resolve().parent.parent / "configs"
 OPTIMIZERS = ("rmsprop", "adam")
+INITS = ("torch", "orthogonal")
+# Atari torsos' convolutions (networks.AtariTorso), (filters, kernel, stride) each: the A3C paper's, and the DQN
+# Nature paper's that PPO's Atari runs use (baselines' nature_cnn, CleanRL, Sample Factory's convnet_atari).
+CONVOLUTIONS = {"paper": ((16, 8, 4), (32, 4, 2)), "nature": ((32, 8, 4), (64, 4, 2), (64, 3, 1))}
 NETS = tuple(dict.fromkeys(n for a in ALGORITHMS.values() for n in a.networks))  # ff, lstm: the table's
 
 
@@ -60,6 +64,11 @@ class Config:
                                     "stops amplifying features with a standard deviation below its square root, "
                                     "so that they cannot shrink into an ever larger effective step")
     hidden: int = _f(256, "width of the fully connected layer(s)")
+    torso: str = _f("paper", "Atari frames' convolutions: paper (the A3C paper's: 16 8x8 stride 4, 32 4x4 stride 2) "
+                             "or nature (DQN's Nature network, which PPO's Atari runs use: 32 8x8/4, 64 4x4/2, "
+                             "64 3x3/1; with --hidden 512)")
+    init: str = _f("torch", "initial weights: torch (PyTorch's layer defaults) or orthogonal (PPO's "
+                            "implementations': orthogonal, gain sqrt(2), the policy's output 0.01, the value's 1)")
     mlp_layers: int = _f(2, "hidden layers of the MLP torso used for vector observations")
     obs_standardize: bool = _f(False, "Atari: the network sees each observation at mean 0, std 1 rather than "
                                       "pixels/255 (keeps conv1 alive under Adam; docs/notebook.md)")
@@ -172,7 +181,7 @@ class Config:
             raise ConfigError(f"--{_flag(name)} must be {what}, got {v!r}")
 
     def _check_choices(self) -> None:
-        """The named choices: algorithm, network, optimizer, cluster address."""
+        """The named choices: algorithm, network, torso, initialization, optimizer, cluster address."""
         if self.algo not in ALGORITHMS:
             raise ConfigError(f"--algo {self.algo!r} is unknown; choose one of {', '.join(ALGORITHMS)}")
         if self.net not in NETS:
@@ -183,6 +192,10 @@ class Config:
                               f"{', '.join(ALGORITHMS[self.algo].networks)} networks only")
         if self.optimizer not in OPTIMIZERS:
             raise ConfigError(f"--optimizer {self.optimizer!r} is unknown; choose one of {', '.join(OPTIMIZERS)}")
+        if self.torso not in CONVOLUTIONS:
+            raise ConfigError(f"--torso {self.torso!r} is unknown; choose one of {', '.join(CONVOLUTIONS)}")
+        if self.init not in INITS:
+            raise ConfigError(f"--init {self.init!r} is unknown; choose one of {', '.join(INITS)}")
         if self.cluster and self.cluster != "auto" and not re.fullmatch(r"[\w.\-]+:\d{1,5}|\[[0-9a-fA-F:]+\]:\d{1,5}",
                                                                       self.cluster):
             raise ConfigError(f"--cluster must be auto or the Ray head's host:port, got {self.cluster!r}")

@@ -11,10 +11,12 @@ import torch
 from torch import nn
 
 from hogwild_dqn.algorithms import ALGORITHMS
+from hogwild_dqn.config import CONVOLUTIONS
 
 
 class AtariTorso(nn.Module):
-    """The paper's torso: 16 8x8 stride 4, 32 4x4 stride 2, FC 256; uint8 frames in, scaled to [0, 1].
+    """Convolutions (CONVOLUTIONS[convolutions]: the paper's 16 8x8 stride 4, 32 4x4 stride 2 by default), then
+    FC `hidden` (the paper's 256); uint8 frames in, scaled to [0, 1].
 
     With `standardize`, each observation is shifted to mean 0 and scaled to std 1 instead. Inputs that are all
     positive (Pong's grey background) give the weights of a conv1 filter gradients of mostly one sign, so a
@@ -22,11 +24,16 @@ class AtariTorso(nn.Module):
     it dead on every input; centred inputs do not.
     """
 
-    def __init__(self, obs_shape: tuple, hidden: int, standardize: bool = False):
+    def __init__(self, obs_shape: tuple, hidden: int, standardize: bool = False, convolutions: str = "paper"):
         super().__init__()
         self.standardize = standardize
         c, h, w = obs_shape
-        self.conv = nn.Sequential(nn.Conv2d(c, 16, 8, stride=4), nn.ReLU(), nn.Conv2d(16, 32, 4, stride=2), nn.ReLU())
+        layers = []
+        for filters, kernel, stride in CONVOLUTIONS[convolutions]:
+            layers += [nn.Conv2d(c, filters, kernel, stride=stride), nn.ReLU()]
+            c = filters
+        self.conv = nn.Sequential(*layers)
+        c = obs_shape[0]
         with torch.no_grad():
             n = self.conv(torch.zeros(1, c, h, w)).numel()
         # channels-last convolutions: oneDNN's kernels for this layout are faster on a CPU, above all the
@@ -251,7 +258,7 @@ def network_for(cfg, spec) -> nn.Module:
     norm = ObsNorm(obs_shape) if cfg.obs_normalize and not pixels else None  # no parameters: same initial weights
 
     def new_torso() -> nn.Module:
-        return (AtariTorso(obs_shape, hidden, cfg.obs_standardize) if pixels
+        return (AtariTorso(obs_shape, hidden, cfg.obs_standardize, cfg.torso) if pixels
                 else MLPTorso(obs_shape, hidden, cfg.mlp_layers, norm))
 
     def new_pi(inputs: int) -> nn.Module:
@@ -259,9 +266,36 @@ def network_for(cfg, spec) -> nn.Module:
 
     torso = new_torso()
     if cfg.net == "lstm":
-        return RecurrentActorCritic(torso, hidden, new_pi(RecurrentActorCritic.CELLS), cfg.lstm_norm,
-                                    cfg.lstm_norm_eps)
-    value_torso = None if pixels else new_torso()
-    if ALGORITHMS[cfg.algo].actor_critic:
-        return ActorCritic(torso, hidden, new_pi(hidden), value_torso)
-    return QNet(torso, hidden, spec.n_actions)
+        net = RecurrentActorCritic(torso, hidden, new_pi(RecurrentActorCritic.CELLS), cfg.lstm_norm,
+                                   cfg.lstm_norm_eps)
+    else:
+        # built before the head (and for a Q network too, unused): the order fixes a seed's first weights
+        value_torso = None if pixels else new_torso()
+        net = (ActorCritic(torso, hidden, new_pi(hidden), value_torso) if ALGORITHMS[cfg.algo].actor_critic
+               else QNet(torso, hidden, spec.n_actions))
+    if cfg.init == "orthogonal":
+        orthogonal_init(net)
+    return net
+
+
+def orthogonal_init(net: nn.Module) -> None:
+    """The initial weights of PPO's implementations (baselines, CleanRL, Sample Factory; Huang et al. 2022, "The
+    37 implementation details of PPO"): each convolution's and linear layer's weight an orthogonal matrix of gain
+    sqrt(2) (ReLU's), biases 0; then the policy's output (logits, or a Gaussian's mean) gain 0.01, so that the
+    first policy is near uniform (or near 0), and the value's output and Q-values gain 1. LSTM cells keep
+    PyTorch's initialization."""
+    def init(layer: nn.Module, gain: float) -> None:
+        with torch.no_grad():  # into a contiguous copy: orthogonal_ views the weight as a matrix, and the
+            w = torch.empty(layer.weight.shape)  # convolutions' weights are channels-last
+            nn.init.orthogonal_(w, gain)
+            layer.weight.copy_(w)
+            nn.init.zeros_(layer.bias)
+
+    for layer in net.modules():
+        if isinstance(layer, (nn.Conv2d, nn.Linear)):
+            init(layer, math.sqrt(2))
+    pi = getattr(net, "pi", None)
+    for layer, gain in ((pi.mean if isinstance(pi, GaussianHead) else pi, 0.01), (getattr(net, "v", None), 1.0),
+                        (getattr(net, "q", None), 1.0)):
+        if isinstance(layer, nn.Linear):
+            init(layer, gain)

@@ -28,6 +28,8 @@ BAD = [
     (["--stop-return", "nan"], "--stop-return must be a finite number, got nan"),
     (["--envs-per-worker", "0"], "--envs-per-worker must be a positive integer"),
     (["--net", "gru"], "--net 'gru' is unknown; choose one of ff, lstm"),
+    (["--torso", "resnet"], "--torso 'resnet' is unknown; choose one of paper, nature"),
+    (["--init", "xavier"], "--init 'xavier' is unknown; choose one of torch, orthogonal"),
     (["--algo", "nq", "--net", "lstm"], "--net lstm needs a3c; --algo nq trains ff networks only"),
     (["--algo", "dqn", "--net", "lstm"], "--net lstm needs a3c; --algo dqn trains ff networks only"),
     (["--algo", "q1", "--game", "Pendulum-v1"], "--game 'Pendulum-v1' has continuous (Box) actions; --algo q1 "

@@ -1,4 +1,5 @@
-"""The Atari torso's input scaling; the LSTM network's steps and unrolls; the Gaussian head of continuous actions."""
+"""The Atari torsos and their input scaling; PPO's orthogonal initialization; the LSTM network's steps and unrolls;
+the Gaussian head of continuous actions."""
 
 import copy
 import dataclasses
@@ -37,6 +38,54 @@ def test_standardized_input_ignores_the_brightness_of_each_observation():
     plain = AtariTorso((4, 84, 84), 32)
     plain.load_state_dict(torso.state_dict())
     assert not torch.allclose(plain(obs)[0], plain(brighter)[0], atol=1e-3)
+
+
+def test_the_nature_torso_is_dqns_network_and_standardizes_as_the_papers_does():
+    torch.manual_seed(0)
+    torso = AtariTorso((4, 84, 84), 512, standardize=True, convolutions="nature")
+    convs = [(m.out_channels, m.kernel_size[0], m.stride[0]) for m in torso.conv if isinstance(m, torch.nn.Conv2d)]
+    assert convs == [(32, 8, 4), (64, 4, 2), (64, 3, 1)]
+    assert torso.fc[1].in_features == 64 * 7 * 7  # 84 -> 20 -> 9 -> 7
+    assert sum(p.numel() for p in torso.parameters()) == 1_684_128  # Mnih et al. 2015's network, without its head
+    obs = _frames()
+    brighter = obs.clone()
+    brighter[1] = obs[1] + 60
+    assert torso(obs).shape == (3, 512) and torch.allclose(torso(obs), torso(brighter), atol=1e-4)
+
+
+@pytest.mark.parametrize("game, algo, net, shape, actions", [
+    ("Pong", "ppo", "ff", (4, 84, 84), 6), ("Pong", "a3c", "lstm", (4, 84, 84), 6),
+    ("Pong", "dqn", "ff", (4, 84, 84), 6), ("Pendulum-v1", "ppo", "ff", (3,), 1),
+])
+def test_orthogonal_init_gives_ppos_initial_weights(game, algo, net, shape, actions):
+    spec = SimpleNamespace(obs_shape=shape, n_actions=actions, continuous=game == "Pendulum-v1")
+    cfg = Config(game=game, algo=algo, net=net, init="orthogonal")
+    torch.manual_seed(3)
+    model = network_for(cfg, spec)
+
+    def gram(layer):  # W W^T of the weight as a matrix (rows: outputs); gain^2 I for an orthogonal one
+        w = layer.weight.detach().reshape(layer.weight.shape[0], -1)
+        return w @ w.T
+
+    layers = [m for m in model.modules() if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear))]
+    heads = {id(getattr(model, name, None)) for name in ("pi", "v", "q")}
+    heads.add(id(getattr(getattr(model, "pi", None), "mean", None)))
+    for layer in layers:
+        assert torch.count_nonzero(layer.bias) == 0
+        if id(layer) not in heads and layer.weight.shape[0] <= layer.weight[0].numel():
+            assert torch.allclose(gram(layer), 2 * torch.eye(layer.weight.shape[0]), atol=1e-4)
+    pi = model.pi.mean if spec.continuous else getattr(model, "pi", None)
+    if pi is not None:  # a near-uniform first policy (or a mean near 0): rows of norm 0.01
+        assert torch.allclose(gram(pi), 1e-4 * torch.eye(actions), atol=1e-7)
+        assert torch.allclose(gram(model.v), torch.ones(1, 1), atol=1e-5)
+    else:
+        assert torch.allclose(gram(model.q), torch.eye(actions), atol=1e-4)
+    torch.manual_seed(3)
+    again = network_for(cfg, spec)  # the parent builds it once from the seed: the same weights every time
+    assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), again.state_dict().values(), strict=True))
+    torch.manual_seed(3)
+    default = network_for(dataclasses.replace(cfg, init="torch"), spec)
+    assert torch.count_nonzero(default.state_dict()[next(k for k in default.state_dict() if k.endswith("bias"))])
 
 
 def test_config_flag_reaches_the_network_every_process_builds():
