@@ -72,9 +72,9 @@ class Config:
     mlp_layers: int = _f(2, "hidden layers of the MLP torso used for vector observations")
     obs_standardize: bool = _f(False, "Atari: the network sees each observation at mean 0, std 1 rather than "
                                       "pixels/255 (keeps conv1 alive under Adam; docs/notebook.md)")
-    obs_normalize: bool = _f(False, "vector observations: the network sees them standardized by the running mean "
-                                    "and variance of all workers' observations (kept in the model; not with "
-                                    "--cluster or a replay algorithm)")
+    obs_normalize: bool = _f(False, "the network sees observations (vectors, or Atari frames pixel by pixel) "
+                                    "standardized by the running mean and variance of all workers' observations "
+                                    "(kept in the model; not with --cluster or a replay algorithm)")
     # optimisation (paper defaults: shared RMSProp, alpha 0.99, eps 0.1, lr 7e-4 annealed to 0)
     optimizer: str = _f("rmsprop", "shared optimizer: rmsprop (one shared g, as in the paper) or adam")
     lr: float = _f(7e-4, "initial learning rate")
@@ -247,6 +247,10 @@ class Config:
                               "learns one that is not; choose one")
         if self.lstm_norm and self.net != "lstm":
             raise ConfigError("--lstm-norm normalizes the LSTM cells' input; it needs --net lstm")
+        if self.obs_normalize and self.obs_standardize:
+            raise ConfigError("--obs-normalize (running statistics of each input) and --obs-standardize (each "
+                              "frame by its own mean and deviation, the Atari presets') are two ways to scale the input; "
+                              "--no-obs-standardize turns the second off")
         if self.obs_normalize and self.cluster:
             raise ConfigError("--obs-normalize works on one machine only (a cluster exchanges the weights, not the "
                               "observation statistics); --no-obs-normalize turns it off")

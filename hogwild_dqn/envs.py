@@ -323,8 +323,6 @@ def env_spec(cfg: Config) -> EnvSpec:
                               "give a game with discrete actions or a flat Box of continuous ones")
         if why := unable(cfg.game, cfg.algo, kind):
             raise ConfigError(why)
-        if is_atari and cfg.obs_normalize:
-            raise ConfigError("--obs-normalize is for vector observations; Atari frames have --obs-standardize")
         if is_atari and cfg.reward_normalize:
             raise ConfigError("--reward-normalize is for vector tasks; Atari's rewards are clipped (--clip-rewards)")
         if not is_atari and len(obs_space.shape) != 1:

@@ -24,9 +24,10 @@ class AtariTorso(nn.Module):
     it dead on every input; centred inputs do not.
     """
 
-    def __init__(self, obs_shape: tuple, hidden: int, standardize: bool = False, convolutions: str = "paper"):
+    def __init__(self, obs_shape: tuple, hidden: int, standardize: bool = False, convolutions: str = "paper",
+                 norm: ObsNorm | None = None):
         super().__init__()
-        self.standardize = standardize
+        self.standardize, self.norm = standardize, norm
         c, h, w = obs_shape
         layers = []
         for filters, kernel, stride in CONVOLUTIONS[convolutions]:
@@ -42,6 +43,8 @@ class AtariTorso(nn.Module):
         self.fc = nn.Sequential(nn.Flatten(), nn.Linear(n, hidden), nn.ReLU())
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        if self.norm is not None:  # --obs-normalize: each pixel by its running mean and deviation
+            return self.fc(self.conv(self.norm(obs).contiguous(memory_format=torch.channels_last)))
         x = obs.contiguous(memory_format=torch.channels_last).float()  # the layout change on bytes, not floats
         conv1 = self.conv[0]
         if not self.standardize:
@@ -62,8 +65,9 @@ class AtariTorso(nn.Module):
 
 
 class ObsNorm(nn.Module):
-    """--obs-normalize: vector observations standardized by the running mean and variance of every observation
-    the workers have seen (clipped to +-10, as SB3's VecNormalize). The statistics are buffers of the shared
+    """--obs-normalize: observations (vectors, or Atari frames pixel by pixel, as Sample Factory's
+    normalize_input) standardized by the running mean and variance of every observation the workers have seen
+    (clipped to +-10, as SB3's VecNormalize). The statistics are buffers of the shared
     model, so the evaluator, checkpoints and play see the ones training used; the workers add to them
     (`update`) lock-free, like the weights: a batch lost to a race is a batch fewer in the average."""
 
@@ -255,10 +259,10 @@ def network_for(cfg, spec) -> nn.Module:
     (continuous, when present)."""
     obs_shape, hidden = tuple(spec.obs_shape), cfg.hidden
     pixels = len(obs_shape) == 3
-    norm = ObsNorm(obs_shape) if cfg.obs_normalize and not pixels else None  # no parameters: same initial weights
+    norm = ObsNorm(obs_shape) if cfg.obs_normalize else None  # no parameters: the same initial weights
 
     def new_torso() -> nn.Module:
-        return (AtariTorso(obs_shape, hidden, cfg.obs_standardize, cfg.torso) if pixels
+        return (AtariTorso(obs_shape, hidden, cfg.obs_standardize, cfg.torso, norm) if pixels
                 else MLPTorso(obs_shape, hidden, cfg.mlp_layers, norm))
 
     def new_pi(inputs: int) -> nn.Module:

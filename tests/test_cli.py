@@ -35,8 +35,8 @@ BAD = [
     (["--algo", "q1", "--game", "Pendulum-v1"], "--game 'Pendulum-v1' has continuous (Box) actions; --algo q1 "
                                                 "needs discrete ones (continuous actions: --algo a3c or ppo)"),
     (["--algo", "dqn", "--game", "Pendulum-v1", "--envs-per-worker", "1"], "--algo dqn needs discrete ones"),
-    (["--game", "Pong", "--obs-normalize"], "--obs-normalize is for vector observations; Atari frames have "
-                                            "--obs-standardize"),
+    (["--game", "Pong", "--obs-normalize", "--obs-standardize"], "--obs-normalize (running statistics of each "
+                                                                  "input) and --obs-standardize"),
     (["--game", "CartPole-v1", "--algo", "dqn", "--obs-normalize"], "--obs-normalize is not available for --algo dqn"),
     (["--game", "Pong", "--reward-normalize"], "--reward-normalize is for vector tasks; Atari's rewards are clipped"),
     (["--game", "CartPole-v1", "--obs-normalize", "--cluster", "auto"], "--obs-normalize works on one machine only"),

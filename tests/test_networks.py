@@ -88,6 +88,23 @@ def test_orthogonal_init_gives_ppos_initial_weights(game, algo, net, shape, acti
     assert torch.count_nonzero(default.state_dict()[next(k for k in default.state_dict() if k.endswith("bias"))])
 
 
+def test_obs_normalize_standardizes_atari_frames_pixel_by_pixel():
+    spec = SimpleNamespace(obs_shape=(4, 84, 84), n_actions=6)
+    torch.manual_seed(0)
+    net = network_for(Config(game="Pong", algo="ppo", obs_normalize=True), spec)
+    norm = obs_norm(net)
+    assert norm is net.torso.norm and norm.mean.shape == (4, 84, 84)
+    frames = _frames()
+    norm.update(frames)  # what a worker does with its rollout's observations
+    expected = (frames.double() - frames.double().mean(0)) / torch.sqrt(frames.double().var(0, unbiased=False) + 1e-8)
+    conv = net.torso.conv
+    want = net.torso.fc(conv(expected.clamp(-10, 10).float()))
+    assert torch.allclose(net.torso(frames), want, atol=1e-5)
+    brighter = frames.clone()
+    brighter[0] = frames[0] + 60  # unlike --obs-standardize, a frame's brightness is seen against the statistics
+    assert not torch.allclose(net.torso(frames)[0], net.torso(brighter)[0], atol=1e-3)
+
+
 def test_config_flag_reaches_the_network_every_process_builds():
     cfg = Config(game="Pong")
     spec = env_spec(cfg)
