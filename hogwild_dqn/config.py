@@ -249,8 +249,8 @@ class Config:
             raise ConfigError("--lstm-norm normalizes the LSTM cells' input; it needs --net lstm")
         if self.obs_normalize and self.obs_standardize:
             raise ConfigError("--obs-normalize (running statistics of each input) and --obs-standardize (each "
-                              "frame by its own mean and deviation, the Atari presets') are two ways to scale the input; "
-                              "--no-obs-standardize turns the second off")
+                              "frame by its own mean and deviation, the Atari presets') are two ways to scale the "
+                              "input; --no-obs-standardize turns the second off")
         if self.obs_normalize and self.cluster:
             raise ConfigError("--obs-normalize works on one machine only (a cluster exchanges the weights, not the "
                               "observation statistics); --no-obs-normalize turns it off")
