@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     args.run_dir.mkdir(parents=True, exist_ok=True)
     summary_path = args.run_dir / "summary.json"
     summary = {"game": args.game, "algo": "sf_appo", "seed": args.seed}
-    if summary_path.exists():
+    if args.eval_only and summary_path.exists():  # a new training starts its summary afresh
         summary.update(json.loads(summary_path.read_text()))
     if not args.eval_only:
         try:
@@ -199,8 +199,8 @@ def main(argv: list[str] | None = None) -> int:
         if rc != 0:
             print(f"sf_appo: Sample Factory's training exited with {rc}", file=sys.stderr)
             return 1
-        summary = {"game": args.game, "algo": "sf_appo", "threads": 8, "seed": args.seed, "wall_seconds": wall,
-                   "budget": {"frames": args.frames, "seconds": args.seconds}, "stopped_by": stopped_by}
+        summary.update({"threads": 8, "wall_seconds": wall, "budget": {"frames": args.frames, "seconds": args.seconds},
+                        "stopped_by": stopped_by})
     final, frames = evaluate(args)
     summary.update({"frames": frames, "final_eval": final, "status": "finished"})
     if summary.get("wall_seconds"):

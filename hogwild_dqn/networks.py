@@ -29,12 +29,11 @@ class AtariTorso(nn.Module):
         super().__init__()
         self.standardize, self.norm = standardize, norm
         c, h, w = obs_shape
-        layers = []
+        layers, channels = [], c
         for filters, kernel, stride in CONVOLUTIONS[convolutions]:
-            layers += [nn.Conv2d(c, filters, kernel, stride=stride), nn.ReLU()]
-            c = filters
+            layers += [nn.Conv2d(channels, filters, kernel, stride=stride), nn.ReLU()]
+            channels = filters
         self.conv = nn.Sequential(*layers)
-        c = obs_shape[0]
         with torch.no_grad():
             n = self.conv(torch.zeros(1, c, h, w)).numel()
         # channels-last convolutions: oneDNN's kernels for this layout are faster on a CPU, above all the
