@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from hogwild_dqn.tools.bench import main
 
 
@@ -44,3 +46,26 @@ def test_bench_profiles_one_worker(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "a3c on Pong, 2 games, one worker inline:" in out and "under the profiler" in out
     assert "tottime" in out and "play_segment" in out and (tmp_path / "profile.txt").read_text() in out
+
+
+def test_bench_with_train_flags_measures_them_as_rows_of_their_own(tmp_path, capsys):
+    """--with: train.py's flags reach the workers of a row of their own (a3c pushes one update per t_max steps:
+    the ratio of updates to steps tells which value the workers ran)."""
+    assert main(["--algos", "a3c", "--threads", "1", "--seconds", "1", "--warmup", "0.5", "--repeats", "1",
+                 "--with", "--t-max 40 --obs-normalize --no-obs-standardize", "--out", str(tmp_path)]) == 0
+    plain, flagged = json.loads((tmp_path / "bench.json").read_text())["results"]
+    assert plain["algo"] == "a3c" and flagged["algo"] == "a3c --t-max 40 --obs-normalize --no-obs-standardize"
+    assert 4 < plain["agent_steps_per_second"] / plain["updates_per_second"] < 6
+    assert 32 < flagged["agent_steps_per_second"] / flagged["updates_per_second"] < 48
+    assert "| a3c --t-max 40 --obs-normalize --no-obs-standardize | 1 | 1 |" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("flags, said", [
+    ("--lr abc", "--with '--lr abc': argument --lr: must be a number, got 'abc'"),
+    ("--game Breakout", "game is set by the benchmark's own options"),
+    ("--obs-normalize --obs-standardize", "--with '--obs-normalize --obs-standardize' on a3c: --obs-normalize"),
+])
+def test_bench_with_bad_train_flags_is_one_line(flags, said, capsys):
+    assert main(["--algos", "a3c", "--with", flags, "--repeats", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and said in err

@@ -1,7 +1,7 @@
 """Throughput benchmark: the bare emulator and the trainer's workers, measured side by side in one run.
 
     python -m hogwild_dqn.tools.bench [--threads 1 2] [--algos q1 sarsa1 nq a3c dqn] [--envs 1 8] [--seconds 8]
-                                [--baseline REF]
+                                [--baseline REF] [--with "TRAIN FLAGS" ...]
     make bench [BENCH_ARGS="--baseline REF ..."]
     python -m hogwild_dqn.tools.bench --algos a3c --envs 8 --profile 60000    # where one worker's time goes
 
@@ -17,6 +17,10 @@ forward) and with epsilon at its final value from the first step (a forward per 
 With --baseline REF (a git ref of this repository), every point is also measured on that commit's own code
 (its tree extracted to a temporary folder, driven by its own bench functions), interleaved with the working
 tree's, each point in a fresh process on both sides, and the table gives each point's ratio.
+
+With --with "FLAGS" (train.py's flags, e.g. --with "--obs-normalize --no-obs-standardize"), every algorithm is
+also measured with those values over its point's, as rows of their own interleaved with the plain ones (and on
+the baseline's side with the same values).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -36,7 +41,7 @@ import torch
 import torch.multiprocessing as mp
 
 from hogwild_dqn.algorithms import ALGORITHMS
-from hogwild_dqn.config import Config, default_preset, read_yaml
+from hogwild_dqn.config import Config, ConfigError, build_parser, default_preset, first_line, read_yaml
 from hogwild_dqn.envs import env_spec
 from hogwild_dqn.processes import Processes
 from hogwild_dqn.rundir import Run
@@ -109,6 +114,23 @@ def point_config(base: Config, algo: str, envs: int) -> Config:
 def point_overrides(label: str) -> dict:
     """Config values a point's label adds to point_config's (the same on the baseline's side)."""
     return {"eps_anneal_frames": 0} if label.endswith(FINAL_EPS) else {}
+
+
+def flag_overrides(flags: str, game: str, algos: list[str]) -> dict:
+    """The config values of --with's train.py flags, checked against every algorithm's point: a flag that is
+    not train.py's, --config or --resume, or a value the config refuses, is a ValueError of one line."""
+    try:
+        values = vars(build_parser("--with").parse_args(shlex.split(flags)))
+    except ConfigError as e:  # the parser's errors: one line
+        raise ValueError(f"--with {flags!r}: {first_line(e)}") from None
+    if fixed := {"config", "resume", "game", "algo", "envs_per_worker"} & set(values):
+        raise ValueError(f"--with {flags!r}: {', '.join(sorted(fixed))} is set by the benchmark's own options")
+    for algo in algos:
+        try:
+            Config(**{**bench_config(game, algo, 1, {}).to_dict(), **values}).validate()
+        except (ConfigError, TypeError) as e:
+            raise ValueError(f"--with {flags!r} on {algo}: {first_line(e)}") from None
+    return values
 
 
 def bench_config(game: str, algo: str, envs: int, overrides: dict) -> Config:
@@ -219,6 +241,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=3, help="repeats of every point (medians are reported)")
     p.add_argument("--baseline", default=None, metavar="REF",
                    help="a git ref (commit, tag, branch) whose workers are measured beside the working tree's")
+    p.add_argument("--with", dest="variants", action="append", default=[], metavar="FLAGS",
+                   help='train.py flags measured as rows of their own beside each algorithm\'s plain point, e.g. '
+                        '--with "--obs-normalize --no-obs-standardize", --with=--obs-normalize for one flag (repeatable)')
     p.add_argument("--profile", type=int, default=None, metavar="FRAMES",
                    help="instead of the table: profile one worker of the first --algos and --envs inline for FRAMES "
                         "frames (cProfile, written to profile.txt)")
@@ -227,6 +252,11 @@ def main(argv: list[str] | None = None) -> int:
     if min(args.threads) < 1 or min(args.envs) < 1 or args.repeats < 1 or args.seconds <= 0:
         p.error("--threads, --envs, --repeats and --seconds must be positive")
     torch.set_num_threads(1)
+    try:
+        args.variants = [(flags, flag_overrides(flags, args.game, args.algos)) for flags in args.variants]
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     if args.profile is not None:
         if args.profile < 1:
             p.error("--profile must be a positive number of frames")
@@ -255,15 +285,17 @@ def measure(args, baseline_dir: Path | None, baseline: str | None) -> int:
     against = f", against {args.baseline} ({baseline})" if baseline else ""
     print(f"benchmark on {cores} cores: {args.game}, {args.repeats} repeats of {args.seconds:g} s per point{against}")
     base = Config(game=args.game, frames=10**12, progress=False, video_steps=0)
-    labels = [(a, a) for a in args.algos] + [(a + FINAL_EPS, a) for a in args.algos if ALGORITHMS[a].replay]
-    emu, samples = [], {(label, a, e, n): {"new": [], "baseline": []} for label, a in labels
+    labels = [(a, a, {}) for a in args.algos] + [(a + FINAL_EPS, a, {}) for a in args.algos if ALGORITHMS[a].replay]
+    labels += [(f"{label} {flags}", a, values) for flags, values in args.variants for label, a, _ in labels]
+    overrides = {label: {**point_overrides(label.split(" ")[0]), **values} for label, _, values in labels}
+    emu, samples = [], {(label, a, e, n): {"new": [], "baseline": []} for label, a, _ in labels
                         for e in ([1] if ALGORITHMS[a].replay else args.envs) for n in args.threads}
     here = Path(__file__).resolve().parent.parent
     for rep in range(args.repeats):
         emu.append(emulator_fps(base, args.seconds))
         for label, algo, e, n in samples:
             point = {"game": args.game, "algo": algo, "envs": e, "threads": n, "warmup": args.warmup,
-                     "seconds": args.seconds, "overrides": point_overrides(label)}
+                     "seconds": args.seconds, "overrides": overrides[label]}
             sides = ["new"] if baseline_dir is None else (["baseline", "new"] if rep % 2 == 0 else ["new", "baseline"])
             for side in sides:
                 if baseline_dir is None:
