@@ -105,6 +105,8 @@ class Config:
     ppo_clip: float = _f(0.1, "ppo: the probability ratio's clip range (1 - clip, 1 + clip); also the value's "
                               "with --value-clip")
     value_clip: bool = _f(True, "ppo: clip the value's change from the behaviour weights' (PPO2's value loss)")
+    value_normalize: bool = _f(False, "ppo: the value head learns returns standardized by the running mean and "
+                                      "deviation of all workers' returns (Sample Factory's normalize_returns)")
     # value-based methods
     target_update: int = _f(40_000, "global frames between target-network copies")
     eps_start: float = _f(1.0, "initial exploration epsilon")
@@ -254,6 +256,11 @@ class Config:
         if self.obs_normalize and self.cluster:
             raise ConfigError("--obs-normalize works on one machine only (a cluster exchanges the weights, not the "
                               "observation statistics); --no-obs-normalize turns it off")
+        if self.value_normalize and not ALGORITHMS[self.algo].minibatches:
+            raise ConfigError(f"--value-normalize is PPO's (--algo ppo); --algo {self.algo} learns raw returns")
+        if self.value_normalize and self.cluster:
+            raise ConfigError("--value-normalize works on one machine only (a cluster exchanges the weights, not the "
+                              "return statistics); --no-value-normalize turns it off")
         if self.obs_normalize and ALGORITHMS[self.algo].replay:
             raise ConfigError(f"--obs-normalize is not available for --algo {self.algo} (its replay memory keeps "
                               "raw observations that the statistics would have to follow)")

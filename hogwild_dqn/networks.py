@@ -64,32 +64,35 @@ class AtariTorso(nn.Module):
         return self.fc(self.conv[1:](torch.addcmul(shift, z, a.view(-1, 1, 1, 1))))
 
 
-class ObsNorm(nn.Module):
-    """--obs-normalize: observations (vectors, or Atari frames pixel by pixel, as Sample Factory's
-    normalize_input) standardized by the running mean and variance of every observation the workers have seen
-    (clipped to +-10, as SB3's VecNormalize). The statistics are buffers of the shared
-    model, so the evaluator, checkpoints and play see the ones training used; the workers add to them
-    (`update`) lock-free, like the weights: a batch lost to a race is a batch fewer in the average."""
+class RunningNorm(nn.Module):
+    """Standardization by the running mean and variance of everything the workers have fed it (clipped to +-10,
+    as SB3's VecNormalize). The statistics are buffers of the shared model, so the evaluator, checkpoints and
+    play see the ones training used; the workers add to them (`update`) lock-free, like the weights: a batch
+    lost to a race is a batch fewer in the average."""
 
     CLIP = 10.0
 
-    def __init__(self, obs_shape: tuple):
+    def __init__(self, shape: tuple):
         super().__init__()
         self.register_buffer("count", torch.zeros((), dtype=torch.float64))
-        self.register_buffer("mean", torch.zeros(obs_shape, dtype=torch.float64))
-        self.register_buffer("var", torch.ones(obs_shape, dtype=torch.float64))
+        self.register_buffer("mean", torch.zeros(shape, dtype=torch.float64))
+        self.register_buffer("var", torch.ones(shape, dtype=torch.float64))
 
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        """float32 observations standardized, in obs's memory layout (channels-last frames stay so). The
-        statistics stay float64; the pixels are not: in float64 this took 5x the time of the scaling by 1/255."""
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x standardized in float32, in x's memory layout (channels-last frames stay so). The statistics stay
+        float64; the pixels are not: in float64 this took 5x the time of the scaling by 1/255."""
         scale = torch.rsqrt(self.var + 1e-8)
         shift = (-self.mean * scale).float()
-        x = obs.to(torch.float32, copy=True)  # a copy: the in-place steps below must not write into obs
-        return x.mul_(scale.float()).add_(shift).clamp_(-self.CLIP, self.CLIP)
+        out = x.to(torch.float32, copy=True)  # a copy: the in-place steps below must not write into x
+        return out.mul_(scale.float()).add_(shift).clamp_(-self.CLIP, self.CLIP)
+
+    def denormalize(self, z: torch.Tensor) -> torch.Tensor:
+        """The inverse of forward (within the clip): z * std + mean, in float32."""
+        return (z.double() * torch.sqrt(self.var + 1e-8) + self.mean).float()
 
     @torch.no_grad()
     def update(self, batch: torch.Tensor) -> None:
-        """Fold a batch of observations (rows, *obs_shape) into the statistics (Chan et al.'s parallel merge).
+        """Fold a batch (rows, *shape) into the statistics (Chan et al.'s parallel merge).
 
         The batch's sums are taken 16 rows at a time (a rollout of frames is 1,024 rows of 28k pixels: in one
         piece its float copy leaves the cache, 10x slower) of deviations from the current mean (no cancellation
@@ -98,7 +101,7 @@ class ObsNorm(nn.Module):
         update in between would lose one of the two batches (torch's small-tensor calls made that window
         longer)."""
         work = torch.float32 if batch.dtype == torch.uint8 else torch.float64
-        rows = batch.flatten(1)
+        rows = batch.reshape(len(batch), -1)
         ref = self.mean.flatten().to(work)
         s = torch.zeros(rows.shape[1], dtype=torch.float64)
         sq = torch.zeros_like(s)
@@ -117,6 +120,23 @@ class ObsNorm(nn.Module):
         mean_buf[...] = mean + delta * (n / total)
         var_buf[...] = (var * count + v * n + delta ** 2 * (count * n / total)) / total
         count_buf[...] = total
+
+class ObsNorm(RunningNorm):
+    """--obs-normalize: observations (vectors, or Atari frames pixel by pixel, as Sample Factory's
+    normalize_input) standardized by the running statistics of every observation the workers have seen."""
+
+
+class ValueNorm(RunningNorm):
+    """--value-normalize: the returns the value head learns, standardized by the running statistics of every
+    return the workers have computed (Sample Factory's normalize_returns, rl_games' value normalization); the
+    head's outputs are on that scale, and are scaled back (`denormalize`) for the advantages. A module of the
+    network (`value_norm`), saved with the weights."""
+
+
+def value_norm(net: nn.Module) -> ValueNorm | None:
+    """The network's return statistics, if its value head learns standardized returns."""
+    return getattr(net, "value_norm", None)
+
 
 def obs_norm(net: nn.Module) -> ObsNorm | None:
     """The network's observation statistics, if it normalizes its inputs."""
@@ -296,6 +316,8 @@ def network_for(cfg, spec) -> nn.Module:
                else QNet(torso, hidden, spec.n_actions))
     if cfg.init == "orthogonal":
         orthogonal_init(net)
+    if cfg.value_normalize:
+        net.value_norm = ValueNorm(())  # no parameters: the same initial weights
     return net
 
 

@@ -20,7 +20,7 @@ from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.algorithms.a3c import log_prob_entropy
 from hogwild_dqn.algorithms.ppo import Minibatch
 from hogwild_dqn.algorithms.returns import gae
-from hogwild_dqn.networks import obs_norm
+from hogwild_dqn.networks import obs_norm, value_norm
 from hogwild_dqn.rundir import Run
 from hogwild_dqn.shared import STOP, SharedState
 
@@ -34,6 +34,8 @@ class PPO:
         self.local, self.sync = worker.local_copy()
         self.params = list(self.local.parameters())
         self.shared_norm = obs_norm(worker.shared.model)  # --obs-normalize: all workers' observations feed it
+        self.value_norm = value_norm(self.local)  # --value-normalize: as synced when acting
+        self.shared_value_norm = value_norm(worker.shared.model)  # all workers' returns feed it
         E, T = cfg.envs_per_worker, cfg.t_max
         obs_dtype = torch.uint8 if spec.is_atari else torch.float32
         self.obs = torch.zeros((E, T, *spec.obs_shape), dtype=obs_dtype)
@@ -54,9 +56,16 @@ class PPO:
         if self.shared_norm is not None:  # acted with the statistics as synced; the next rollout has these
             self.shared_norm.update(self.obs.flatten(0, 1))
         t0 = time.perf_counter()
-        advantages = gae(self.rewards, self.values, self.next_values, self.terminated, self.truncated,
+        values, next_values = self.values, self.next_values
+        if self.value_norm is not None:  # the head's outputs are standardized returns: back to returns
+            values, next_values = self.value_norm.denormalize(values), self.value_norm.denormalize(next_values)
+        advantages = gae(self.rewards, values, next_values, self.terminated, self.truncated,
                          w.cfg.gamma, w.cfg.gae_lambda)
-        self.learn(advantages, version)
+        returns = advantages + values
+        if self.shared_value_norm is not None:  # the targets on the statistics with this rollout's returns in
+            self.shared_value_norm.update(returns.flatten())
+            returns = self.shared_value_norm(returns)
+        self.learn(advantages, returns, version)
         self.seconds["learn"] = time.perf_counter() - t0
         w.count(self.rewards.numel() * w.run.spec.frames_per_step)
 
@@ -94,13 +103,14 @@ class PPO:
             self.next_values[list(games), list(steps)] = self.local(torch.stack(last))[1]
         self.seconds["act"], self.seconds["env"] = act_s + time.perf_counter() - t0, env_s
 
-    def learn(self, advantages: torch.Tensor, version: int) -> None:
+    def learn(self, advantages: torch.Tensor, returns: torch.Tensor, version: int) -> None:
         """--ppo-epochs passes over the rollout in --ppo-minibatches shuffled minibatches, each: sync, its loss
-        on the local copy, its gradient into the shared model."""
+        on the local copy, its gradient into the shared model. `returns` are the value's targets, on the head's
+        scale (standardized with --value-normalize), as are the behaviour values the value clip starts from."""
         w, cfg = self.w, self.w.cfg
         n = self.rewards.numel()
         flat = (self.obs.flatten(0, 1), self.actions.flatten(0, 1), self.log_probs.flatten(), self.values.flatten(),
-                advantages.flatten(), (advantages + self.values).flatten())
+                advantages.flatten(), returns.flatten())
         for _ in range(cfg.ppo_epochs):
             for rows in np.array_split(w.rng.permutation(n), cfg.ppo_minibatches):
                 if w.shared.is_set(STOP):  # the rest of the epochs would delay the run's end by seconds

@@ -33,6 +33,16 @@ def test_cartpole_learns(tmp_path, algo):
     assert _first_reaching(algo, run, THRESHOLD), f"{algo} never reached {THRESHOLD}"
 
 
+def test_ppo_learns_cartpole_with_its_value_targets_standardized(tmp_path):
+    """--value-normalize: the value head learns standardized returns; PPO's budget holds with it."""
+    run = tmp_path / "ppo-value-norm"
+    proc = run_train("--game", "CartPole-v1", "--algo", "ppo", "--value-normalize", "--threads", 2,
+                     "--frames", BUDGETS["ppo"], "--seed", 1, "--stop-return", THRESHOLD, "--run-dir", run, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert _first_reaching("ppo --value-normalize", run, THRESHOLD), f"never reached {THRESHOLD}"
+    assert "value_normalize: true" in (run / "config.yaml").read_text()
+
+
 def test_a3c_learns_cartpole(cartpole_a3c):
     """A3C's run (2 workers, seed 1) is the one shared with the play and --stop-return tests."""
     first = _first_reaching("a3c", cartpole_a3c, THRESHOLD)

@@ -16,9 +16,11 @@ from hogwild_dqn.networks import (
     GaussianHead,
     ObsNorm,
     RecurrentActorCritic,
+    ValueNorm,
     is_recurrent,
     network_for,
     obs_norm,
+    value_norm,
 )
 
 
@@ -287,3 +289,36 @@ def test_obs_normalize_puts_one_statistics_module_before_both_torsos():
     net.torso.norm.update(torch.tensor([[1.0, 2.0, 3.0], [3.0, 2.0, 1.0]]))
     assert {"torso.norm.mean", "value_torso.norm.mean"} <= set(net.state_dict())  # saved with the weights
     torch.testing.assert_close(net.value_torso.norm.mean, torch.tensor([2.0, 2.0, 2.0], dtype=torch.float64))
+
+
+def test_value_normalize_adds_return_statistics_that_scale_back_and_no_weights():
+    cfg = Config(game="Pong", algo="ppo")
+    spec = SimpleNamespace(obs_shape=(4, 84, 84), n_actions=6)
+    torch.manual_seed(0)
+    plain = network_for(cfg, spec)
+    torch.manual_seed(0)
+    net = network_for(dataclasses.replace(cfg, value_normalize=True), spec)
+    norm = value_norm(net)
+    assert isinstance(norm, ValueNorm) and value_norm(plain) is None and obs_norm(net) is None
+    for a, b in zip(plain.parameters(), net.parameters(), strict=True):
+        torch.testing.assert_close(a, b)
+    assert {"value_norm.mean", "value_norm.var", "value_norm.count"} <= set(net.state_dict())
+    returns = torch.tensor([[1.0, 3.0], [5.0, 7.0]])
+    norm.update(returns.flatten())  # mean 4, variance 5
+    assert norm.count.item() == 4 and norm.mean.item() == 4.0 and norm.var.item() == 5.0
+    z = norm(returns)
+    torch.testing.assert_close(z, (returns - 4) / math.sqrt(5 + 1e-8))
+    torch.testing.assert_close(norm.denormalize(z), returns)
+
+
+def test_frames_statistics_are_those_of_every_pixel_to_float32_precision():
+    """Frames' batch sums are taken in float32 chunks (networks.RunningNorm.update): the same statistics as
+    float64 over the whole batch, folded in over several batches."""
+    norm = ObsNorm((2, 3, 3))
+    g = torch.Generator().manual_seed(1)
+    batches = [torch.randint(0, 256, (n, 2, 3, 3), generator=g, dtype=torch.uint8) for n in (37, 5, 100)]
+    for b in batches:
+        norm.update(b)
+    every = torch.cat(batches).double()
+    torch.testing.assert_close(norm.mean, every.mean(0), rtol=0, atol=1e-4)
+    torch.testing.assert_close(norm.var, every.var(0, unbiased=False), rtol=1e-6, atol=1e-3)

@@ -80,3 +80,38 @@ def test_pong_trains_ppo_by_default_with_two_workers_and_logs_its_lag(tmp_path):
         assert all(0 <= e.value <= 1 for e in events.Scalars(f"losses/clip_fraction/{w}"))
     # games cut at 400 frames (100 steps) within 32-step rollouts: truncations were bootstrapped, finitely
     assert {"charts/episodic_return/w0", "charts/episodic_return/w1"} & tags
+
+
+def test_value_normalize_takes_advantages_on_returns_and_targets_standardized(tmp_path):
+    """--value-normalize: GAE runs on the head's outputs scaled back to returns by the statistics the worker
+    acted with; the rollout's returns join the shared statistics, and the value's targets are those returns
+    standardized by them."""
+    from hogwild_dqn.actor_learner import ActorLearner
+    from hogwild_dqn.algorithms.returns import gae
+    from hogwild_dqn.envs import env_spec
+    from hogwild_dqn.ppo_worker import PPO
+    from hogwild_dqn.rundir import Run
+    from hogwild_dqn.shared import new_shared_state
+
+    cfg = Config(game="CartPole-v1", algo="ppo", envs_per_worker=2, t_max=9, hidden=8, mlp_layers=1, frames=10**6,
+                 progress=False, video_steps=0, ppo_minibatches=2, value_normalize=True, gae_lambda=0.9)
+    spec = env_spec(cfg)
+    shared = new_shared_state(cfg, spec, 1)
+    norm = shared.model.value_norm
+    norm.count.fill_(100.0), norm.mean.fill_(5.0), norm.var.fill_(4.0)  # returns seen before: mean 5, std 2
+    worker = ActorLearner(0, 0, Run(cfg, spec, tmp_path, 1), shared, cfg.envs_per_worker)
+    ppo = PPO(worker)
+    seen = {}
+    ppo.learn = lambda advantages, returns, version: seen.update(advantages=advantages, returns=returns)
+    ppo.step()  # sync (the local statistics become the shared ones), play, advantages, targets
+    values, next_values = ppo.values * 2 + 5, ppo.next_values * 2 + 5  # the head's outputs on the return scale
+    want = gae(ppo.rewards, values, next_values, ppo.terminated, ppo.truncated, cfg.gamma, cfg.gae_lambda)
+    torch.testing.assert_close(seen["advantages"], want)
+    returns = (want + values).double()
+    n = returns.numel()
+    mean = (100 * 5 + returns.sum()) / (100 + n)
+    var = (100 * 4 + n * returns.var(correction=0) + (returns.mean() - 5) ** 2 * 100 * n / (100 + n)) / (100 + n)
+    assert norm.count.item() == 100 + n
+    torch.testing.assert_close(norm.mean, mean)
+    torch.testing.assert_close(norm.var, var)
+    torch.testing.assert_close(seen["returns"], ((returns - mean) / var.sqrt()).float())

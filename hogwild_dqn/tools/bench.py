@@ -243,7 +243,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="a git ref (commit, tag, branch) whose workers are measured beside the working tree's")
     p.add_argument("--with", dest="variants", action="append", default=[], metavar="FLAGS",
                    help='train.py flags measured as rows of their own beside each algorithm\'s plain point, e.g. '
-                        '--with "--obs-normalize --no-obs-standardize", --with=--obs-normalize for one flag (repeatable)')
+                        '--with "--obs-normalize --no-obs-standardize"; --with=--obs-normalize for one flag '
+                        '(repeatable)')
     p.add_argument("--profile", type=int, default=None, metavar="FRAMES",
                    help="instead of the table: profile one worker of the first --algos and --envs inline for FRAMES "
                         "frames (cProfile, written to profile.txt)")
