@@ -48,8 +48,8 @@ class ActorLearner:
 
     def local_copy(self) -> tuple[torch.nn.Module, Callable[[], None]]:
         """A local network of the run, and the sync that refreshes it from the shared model: the weights, and the
-        observation statistics (buffers, --obs-normalize) where there are such. Both lists are built once here,
-        not at every sync."""
+        running statistics (buffers: --obs-normalize, --value-normalize) where there are such. Both lists are
+        built once here, not at every sync."""
         net = network_for(self.cfg, self.run.spec)
         mine = list(net.parameters()) + list(net.buffers())
         shared = list(self.shared.model.parameters()) + list(self.shared.model.buffers())

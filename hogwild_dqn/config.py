@@ -273,7 +273,7 @@ class Config:
         return self.threads or (os.cpu_count() or 1)
 
     def variant(self) -> str:
-        return variant(self.algo, self.net, self.obs_normalize)
+        return variant(self.algo, self.net, self.obs_normalize, self.value_normalize)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -446,10 +446,11 @@ def load(argv: list[str] | None = None, prog: str = "train.py",
     return cfg, resume, source
 
 
-def variant(algo: str, net: str, obs_normalize: bool) -> str:
+def variant(algo: str, net: str, obs_normalize: bool, value_normalize: bool = False) -> str:
     """What tells runs of one algorithm apart in run-dir names, the start line and reports: a3c, a3c-lstm,
-    a3c-norm (--obs-normalize), a3c-lstm-norm."""
-    return algo + ("" if net == "ff" else f"-{net}") + ("-norm" if obs_normalize else "")
+    a3c-norm (--obs-normalize), a3c-lstm-norm, ppo-vnorm (--value-normalize), ppo-norm-vnorm."""
+    return (algo + ("" if net == "ff" else f"-{net}") + ("-norm" if obs_normalize else "")
+            + ("-vnorm" if value_normalize else ""))
 
 
 def start_line(cfg: Config, source: Path) -> str:

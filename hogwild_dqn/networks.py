@@ -80,7 +80,7 @@ class RunningNorm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x standardized in float32, in x's memory layout (channels-last frames stay so). The statistics stay
-        float64; the pixels are not: in float64 this took 5x the time of the scaling by 1/255."""
+        float64; the pixels are not (in float64 this cost more than the rest of a worker: docs/speed.md)."""
         scale = torch.rsqrt(self.var + 1e-8)
         shift = (-self.mean * scale).float()
         out = x.to(torch.float32, copy=True)  # a copy: the in-place steps below must not write into x
@@ -94,18 +94,18 @@ class RunningNorm(nn.Module):
     def update(self, batch: torch.Tensor) -> None:
         """Fold a batch (rows, *shape) into the statistics (Chan et al.'s parallel merge).
 
-        The batch's sums are taken 16 rows at a time (a rollout of frames is 1,024 rows of 28k pixels: in one
-        piece its float copy leaves the cache, 10x slower) of deviations from the current mean (no cancellation
-        in the sum of squares); frames in float32, whose deviations are within +-255, vectors in float64. The
-        read-merge-write runs on numpy views of the buffers: a few microseconds, where another worker's
-        update in between would lose one of the two batches (torch's small-tensor calls made that window
-        longer)."""
+        The batch's sums are taken over chunks of rows that stay in the cache (a rollout of frames is 1,024 rows
+        of 28k pixels, whose float copy in one piece does not: docs/speed.md), of deviations from a copy of the
+        current mean (no cancellation in the sum of squares); frames in float32, whose deviations are within
+        +-255, vectors in float64. The read-merge-write runs on numpy views of the buffers, where another
+        worker's update in between would lose one of the two batches (torch's small-tensor calls made that
+        window longer)."""
         work = torch.float32 if batch.dtype == torch.uint8 else torch.float64
         rows = batch.reshape(len(batch), -1)
-        ref = self.mean.flatten().to(work)
+        ref = self.mean.flatten().to(work, copy=True)  # the shared mean may change while the chunks are summed
         s = torch.zeros(rows.shape[1], dtype=torch.float64)
         sq = torch.zeros_like(s)
-        for chunk in rows.split(16):
+        for chunk in rows.split(max(16, 2**18 // rows.shape[1])):  # 16 rows of frames; scalars in one piece
             d = chunk.to(work) - ref
             s += d.sum(0)
             sq += d.square_().sum(0)
@@ -120,6 +120,7 @@ class RunningNorm(nn.Module):
         mean_buf[...] = mean + delta * (n / total)
         var_buf[...] = (var * count + v * n + delta ** 2 * (count * n / total)) / total
         count_buf[...] = total
+
 
 class ObsNorm(RunningNorm):
     """--obs-normalize: observations (vectors, or Atari frames pixel by pixel, as Sample Factory's

@@ -2,7 +2,9 @@
 
 What is shared between processes (all in shared memory, handed to children at spawn):
 - `model`: the one network every worker learns into. Updated lock-free (Hogwild): workers write their
-  optimizer steps concurrently without any lock; torn reads/writes are part of the algorithm's design.
+  optimizer steps concurrently without any lock; torn reads/writes are part of the algorithm's design. Its
+  buffers, the running statistics of --obs-normalize and --value-normalize (networks.RunningNorm), are
+  written the same way: each worker folds its rollout in.
 - `target`: the value-based methods' target network (None for A3C). Copied from `model` by worker 0 alone
   when global frames enter a new `target_update` interval (`target_epoch`: the interval last copied); intervals
   the others crossed between worker 0's steps (a late start, a restart) are one copy, and worker 0 catches up
@@ -216,7 +218,7 @@ def maybe_sync_target(shared: SharedState, frames: int, target_update: int) -> b
     if epoch is None:
         return False
     sync_local([*shared.target.parameters(), *shared.target.buffers()],
-               [*shared.model.parameters(), *shared.model.buffers()])  # buffers too: --obs-normalize's statistics
+               [*shared.model.parameters(), *shared.model.buffers()])  # buffers too: the running statistics
     shared.target_epoch[0] = epoch
     return True
 

@@ -62,8 +62,9 @@ def test_bench_with_train_flags_measures_them_as_rows_of_their_own(tmp_path, cap
 
 @pytest.mark.parametrize("flags, said", [
     ("--lr abc", "--with '--lr abc': argument --lr: must be a number, got 'abc'"),
-    ("--game Breakout", "game is set by the benchmark's own options"),
-    ("--obs-normalize --obs-standardize", "--with '--obs-normalize --obs-standardize' on a3c: --obs-normalize"),
+    ("--game Breakout", "--with '--game Breakout': the benchmark sets game itself"),
+    ("--obs-normalize --obs-standardize", "--with '--obs-normalize --obs-standardize' on a3c x1 games: "
+                                          "--obs-normalize"),
 ])
 def test_bench_with_bad_train_flags_is_one_line(flags, said, capsys):
     assert main(["--algos", "a3c", "--with", flags, "--repeats", "1"]) == 2

@@ -274,6 +274,7 @@ def test_obs_norm_keeps_the_running_mean_and_variance_of_every_batch():
     x = torch.tensor([[3.0, 3.0, 1000.0]])
     out = norm(x)
     assert out.dtype == torch.float32 and out[0, 2] == ObsNorm.CLIP  # far outliers are clipped
+    assert torch.equal(x, torch.tensor([[3.0, 3.0, 1000.0]]))  # the input is not written into
 
 
 def test_obs_normalize_puts_one_statistics_module_before_both_torsos():
@@ -317,6 +318,7 @@ def test_frames_statistics_are_those_of_every_pixel_to_float32_precision():
     norm = ObsNorm((2, 3, 3))
     g = torch.Generator().manual_seed(1)
     batches = [torch.randint(0, 256, (n, 2, 3, 3), generator=g, dtype=torch.uint8) for n in (37, 5, 100)]
+    batches.append(torch.randint(240, 256, (50, 2, 3, 3), generator=g, dtype=torch.uint8))  # far from the mean
     for b in batches:
         norm.update(b)
     every = torch.cat(batches).double()

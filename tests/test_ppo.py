@@ -98,7 +98,9 @@ def test_value_normalize_takes_advantages_on_returns_and_targets_standardized(tm
     spec = env_spec(cfg)
     shared = new_shared_state(cfg, spec, 1)
     norm = shared.model.value_norm
-    norm.count.fill_(100.0), norm.mean.fill_(5.0), norm.var.fill_(4.0)  # returns seen before: mean 5, std 2
+    norm.count.fill_(100.0)  # returns seen before: mean 5, std 2
+    norm.mean.fill_(5.0)
+    norm.var.fill_(4.0)
     worker = ActorLearner(0, 0, Run(cfg, spec, tmp_path, 1), shared, cfg.envs_per_worker)
     ppo = PPO(worker)
     seen = {}

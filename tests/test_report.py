@@ -78,12 +78,15 @@ def test_report_over_real_runs_lists_the_unfinished_one(tmp_path):
 
 
 def test_report_keeps_lstm_and_normalized_runs_apart(tmp_path):
-    """Runs of one algorithm with another network or --obs-normalize are their own rows (read off config.yaml)."""
-    for name, extra in (("ff", ""), ("lstm", "net: lstm\n"), ("lstm-norm", "net: lstm\nobs_normalize: true\n")):
+    """Runs of one algorithm with another network, --obs-normalize or --value-normalize are their own rows (read
+    off config.yaml)."""
+    for name, extra in (("ff", ""), ("lstm", "net: lstm\n"), ("lstm-norm", "net: lstm\nobs_normalize: true\n"),
+                        ("vnorm", "value_normalize: true\n"), ("both", "obs_normalize: true\nvalue_normalize: true\n")):
         (tmp_path / name).mkdir()
         (tmp_path / name / "config.yaml").write_text(f"game: Pong\nalgo: a3c\nthreads: 2\nseed: 1\n{extra}")
     assert {r.path.name: r.algo for r in read_runs(tmp_path)} == {"ff": "a3c", "lstm": "a3c-lstm",
-                                                                  "lstm-norm": "a3c-lstm-norm"}
+                                                                  "lstm-norm": "a3c-lstm-norm", "vnorm": "a3c-vnorm",
+                                                                  "both": "a3c-norm-vnorm"}
 
 
 def test_report_errors_are_one_line(tmp_path, capsys):

@@ -15,9 +15,9 @@ class Minibatch(NamedTuple):
     """Rows of a rollout, what was recorded when acting (flattened over games and steps)."""
     actions: torch.Tensor     # [B] long, or [B, components] float
     log_probs: torch.Tensor   # [B] log pi_old(a | s) of the behaviour weights, recorded when acting
-    values: torch.Tensor      # [B] V_old(s) of the behaviour weights
+    values: torch.Tensor      # [B] V_old(s) of the behaviour weights, on the value head's scale
     advantages: torch.Tensor  # [B] GAE(lambda) estimates
-    returns: torch.Tensor     # [B] advantages + values: the value's target
+    returns: torch.Tensor     # [B] advantages + V_old (standardized with --value-normalize): the value's target
 
 
 def ppo_loss(out: tuple[torch.Tensor, torch.Tensor], batch: Minibatch, *, clip: float, value_coef: float,

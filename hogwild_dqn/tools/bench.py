@@ -116,20 +116,23 @@ def point_overrides(label: str) -> dict:
     return {"eps_anneal_frames": 0} if label.endswith(FINAL_EPS) else {}
 
 
-def flag_overrides(flags: str, game: str, algos: list[str]) -> dict:
-    """The config values of --with's train.py flags, checked against every algorithm's point: a flag that is
-    not train.py's, --config or --resume, or a value the config refuses, is a ValueError of one line."""
+def flag_overrides(flags: str, game: str, algos: list[str], envs: list[int]) -> dict:
+    """The config values of --with's train.py flags, checked against every point's config: a flag that is not
+    train.py's, one the benchmark sets or ignores, or a value the config refuses, is a ValueError of one line."""
     try:
         values = vars(build_parser("--with").parse_args(shlex.split(flags)))
     except ConfigError as e:  # the parser's errors: one line
         raise ValueError(f"--with {flags!r}: {first_line(e)}") from None
-    if fixed := {"config", "resume", "game", "algo", "envs_per_worker"} & set(values):
-        raise ValueError(f"--with {flags!r}: {', '.join(sorted(fixed))} is set by the benchmark's own options")
+    fixed = {"config", "resume", "game", "algo", "envs_per_worker", "threads", "frames", "max_restarts", "eval_every",
+             "logdir", "run_dir"}
+    if taken := fixed & set(values):
+        raise ValueError(f"--with {flags!r}: the benchmark sets {', '.join(sorted(taken))} itself")
     for algo in algos:
-        try:
-            Config(**{**bench_config(game, algo, 1, {}).to_dict(), **values}).validate()
-        except (ConfigError, TypeError) as e:
-            raise ValueError(f"--with {flags!r} on {algo}: {first_line(e)}") from None
+        for e in envs:
+            try:
+                Config(**{**bench_config(game, algo, e, {}).to_dict(), **values}).validate()
+            except (ConfigError, TypeError) as err:
+                raise ValueError(f"--with {flags!r} on {algo} x{e} games: {first_line(err)}") from None
     return values
 
 
@@ -254,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--threads, --envs, --repeats and --seconds must be positive")
     torch.set_num_threads(1)
     try:
-        args.variants = [(flags, flag_overrides(flags, args.game, args.algos)) for flags in args.variants]
+        args.variants = [(flags, flag_overrides(flags, args.game, args.algos, args.envs)) for flags in args.variants]
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -275,7 +278,11 @@ def main(argv: list[str] | None = None) -> int:
             except ValueError as e:
                 print(f"error: {e}", file=sys.stderr)
                 return 2
-        return measure(args, Path(tmp) if baseline else None, baseline)
+        try:
+            return measure(args, Path(tmp) if baseline else None, baseline)
+        except RuntimeError as e:  # a point's workers died, or the baseline's code failed: its last line
+            print(f"error: {e}", file=sys.stderr)
+            return 1
 
 
 def measure(args, baseline_dir: Path | None, baseline: str | None) -> int:

@@ -56,7 +56,8 @@ def read_run(path: Path) -> RunRecord | None:
     if not cfg_file.is_file():
         return None
     cfg = yaml.safe_load(cfg_file.read_text()) or {}
-    algo = variant(cfg.get("algo", "?"), cfg.get("net", "ff"), cfg.get("obs_normalize", False))
+    algo = variant(cfg.get("algo", "?"), cfg.get("net", "ff"), cfg.get("obs_normalize", False),
+                   cfg.get("value_normalize", False))
     summary_file = path / "summary.json"
     if summary_file.is_file():
         s = json.loads(summary_file.read_text())
