@@ -28,6 +28,12 @@ row breakout-ppo-s1 train GAME=Breakout ALGO=ppo SEED=1 FRAMES=10000000
 for game in Breakout Qbert; do
   row "sf-appo-$(echo $game | tr A-Z a-z)-s1" baseline-sf GAME=$game SEED=1 SECONDS=3600
 done
+# the PPO screen of the input normalized pixel by pixel (docs/results.md "The peer"), seed 1
+for game in Breakout Qbert; do
+  row "$(echo $game | tr A-Z a-z)-ppo-pixnorm-s1" train GAME=$game ALGO=ppo SEED=1 FRAMES=10000000 \
+    ARGS="--obs-normalize --no-obs-standardize"
+done
+row pong-ppo-pixnorm-s1 train GAME=Pong ALGO=ppo SEED=1 ARGS="--obs-normalize --no-obs-standardize --stop-return 18"
 # standard (1 process) against asynchronous (2 processes) DQN with replay on Pong (docs/results.md "Standard against
 # asynchronous DQN")
 for t in 2 1; do row "pong-dqn-t$t-s1" train GAME=Pong ALGO=dqn THREADS=$t SEED=1 ARGS="--stop-return 18"; done
