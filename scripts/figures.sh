@@ -26,6 +26,9 @@ $PY -m hogwild_dqn.tools.curves --x frames --by seed --line 18 --out docs/ppo_po
 $PY -m hogwild_dqn.tools.curves --x frames --title "Breakout, seed 1, FIRE reset: PPO beside A3C" \
   --out docs/ppo_breakout_frames.png docs/ppo_breakout_evals.csv="PPO (44e8e06)" \
   docs/breakout_fire_evals.csv="A3C (03a8c7e)"
+$PY -m hogwild_dqn.tools.curves --x frames --by seed --line 18 --out docs/ppo_pixnorm_pong_frames.png \
+  --title "Pong, seed 1: PPO with the input normalized pixel by pixel, confirmed stops" \
+  docs/ppo_pixnorm_pong_evals.csv="PPO, pixels normalized (bd6231c)," docs/ppo_pong_evals.csv="PPO default (44e8e06),"
 $PY -m hogwild_dqn.tools.curves --x frames --title "Breakout, seed 1: PPO with the input normalized pixel by pixel" \
   --out docs/ppo_pixnorm_breakout_frames.png docs/ppo_pixnorm_breakout_evals.csv="PPO, pixels normalized (bd6231c)" \
   docs/ppo_breakout_evals.csv="PPO default (44e8e06)" docs/breakout_fire_evals.csv="A3C (03a8c7e)"
