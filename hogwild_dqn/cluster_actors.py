@@ -19,7 +19,7 @@ from hogwild_dqn.config import Config
 from hogwild_dqn.envs import EnvSpec
 from hogwild_dqn.evaluation import Recorder, best_episode_gif, confirmation, evaluation_player, play_games
 from hogwild_dqn.faults import NonFinite
-from hogwild_dqn.networks import network_for
+from hogwild_dqn.networks import RunningNorm, network_for
 from hogwild_dqn.processes import Processes
 from hogwild_dqn.rundir import Run, confirmed, make_summary
 from hogwild_dqn.shared import STOP, all_finite, new_shared_state, sync_local, target_epoch_due
@@ -47,6 +47,37 @@ def _assign(params: list[torch.Tensor], flat) -> None:
     sync_local(params, [piece for _, piece in _pieces(params, flat)])
 
 
+def _norms(net: torch.nn.Module) -> list[RunningNorm]:
+    """The network's running statistics (--obs-normalize, --value-normalize), in a fixed order."""
+    return [m for m in net.modules() if isinstance(m, RunningNorm)]
+
+
+def moments(norms: list[RunningNorm]) -> torch.Tensor:
+    """The statistics as sums, flat in float64: each one's count, sum and sum of squares. Sums add: what a
+    machine's workers folded in since its last exchange is the difference of two readings, and the holder
+    adds machines' differences as it adds their weight changes (a running mean and variance do not add)."""
+    parts = [torch.zeros(0, dtype=torch.float64)]
+    for n in norms:
+        count, mean = n.count.reshape(1), n.mean.reshape(-1)
+        parts += [count, mean * count, (n.var.reshape(-1) + mean * mean) * count]
+    return torch.cat(parts)
+
+
+@torch.no_grad()
+def set_moments(norms: list[RunningNorm], flat: torch.Tensor) -> None:
+    """Write sums (moments' layout) back into the statistics as count, mean and variance, in place."""
+    i = 0
+    for n in norms:
+        k = n.mean.numel()
+        count, total, squares = flat[i], flat[i + 1: i + 1 + k], flat[i + 1 + k: i + 1 + 2 * k]
+        i += 1 + 2 * k
+        mean = total / count if count > 0 else torch.zeros(k, dtype=torch.float64)
+        var = (squares / count - mean * mean).clamp(min=0) if count > 0 else torch.ones(k, dtype=torch.float64)
+        n.count.copy_(count.clamp(min=0))
+        n.mean.copy_(mean.view(n.mean.shape))
+        n.var.copy_(var.view(n.var.shape))
+
+
 @torch.no_grad()
 def rebase(params: list[torch.Tensor], sent: torch.Tensor, glob: torch.Tensor) -> None:
     """After an exchange: move the live weights by what the rest of the cluster changed (glob - sent), in place.
@@ -70,6 +101,8 @@ class ParameterHolder:
         if start["model"] is not None:
             self.net.load_state_dict(start["model"])
         self.flat = _flat(list(self.net.parameters())).clone()  # torch, so that denormals are flushed
+        self.norms = _norms(self.net)
+        self.stats = moments(self.norms)  # the running statistics' sums (empty without them)
         self.tnet, self.target = None, None
         if ALGORITHMS[cfg.algo].target_network:
             self.tnet, self.target = network_for(cfg, spec), self.flat.clone()
@@ -88,9 +121,13 @@ class ParameterHolder:
                               "lr_start": start["lr_start"],
                               "device": None})
 
-    def exchange(self, node: str, delta, frames: int, target_epoch: int, sync_seconds: float | None) -> dict:
-        """Apply a machine's parameter change and frames; answer with the global weights (and target if newer)."""
+    def exchange(self, node: str, delta, frames: int, target_epoch: int, sync_seconds: float | None,
+                 stats_delta=None) -> dict:
+        """Apply a machine's parameter change, statistics' sums and frames; answer with the global weights and
+        statistics (and the target if newer)."""
         self.flat += torch.tensor(delta)  # a copy: arrays from Ray's object store are read-only
+        if stats_delta is not None:
+            self.stats += torch.tensor(stats_delta)
         self.frames += frames
         self.node_frames[node] = self.node_frames.get(node, 0) + frames
         epoch = None if self.target is None else target_epoch_due(self.frames, self.cfg.target_update,
@@ -102,12 +139,13 @@ class ParameterHolder:
             self.sync_seconds.append(sync_seconds)
             self.writer.add_scalar(f"cluster/sync_seconds/{node}", sync_seconds, self.frames)
         newer_target = self.target is not None and target_epoch != self.target_epoch
-        return {"weights": self.flat.numpy().copy(), "frames": self.frames,
+        return {"weights": self.flat.numpy().copy(), "stats": self.stats.numpy().copy(), "frames": self.frames,
                 "stop": self.stop or self.frames >= self.cfg.frames,
                 "target": self.target.numpy().copy() if newer_target else None, "target_epoch": self.target_epoch}
 
-    def weights(self) -> np.ndarray:
-        return self.flat.numpy().copy()
+    def weights(self) -> dict:
+        """What an evaluation plays: the weights, and the running statistics' sums."""
+        return {"params": self.flat.numpy().copy(), "stats": self.stats.numpy().copy()}
 
     def status(self) -> dict:
         return {"frames": self.frames, "evals": len(self.evals), "last_eval": self.evals[-1] if self.evals else None,
@@ -124,8 +162,9 @@ class ParameterHolder:
             with open(path, "ab") as f:
                 f.write(data)
 
-    def _state(self, flat, frames: int) -> dict:
-        _assign(list(self.net.parameters()), flat)
+    def _state(self, weights: dict, frames: int) -> dict:
+        _assign(list(self.net.parameters()), weights["params"])
+        set_moments(self.norms, torch.as_tensor(np.array(weights["stats"])))
         if self.tnet is not None:
             _assign(list(self.tnet.parameters()), self.target)
         return checkpoint_state(self.net, self.tnet, self.cfg, self.spec,
@@ -140,14 +179,14 @@ class ParameterHolder:
         self.evals.append(result)
         self.recorder.record(result, result["frames"], lambda best: self._state(played, result["frames"]), gif)
         if confirmed(self.evals):  # the run stops on these weights: they are its last, whatever is trained on
-            self.kept = (torch.tensor(np.array(played)), result["frames"])
+            self.kept = ({k: torch.tensor(np.array(v)) for k, v in played.items()}, result["frames"])
         self.checkpoint()
 
     def checkpoint(self, reason: str = "running", nodes: tuple = ()) -> dict:
         """checkpoint.pt, and summary.json next to it (so a run whose holder dies keeps its evaluations)."""
-        flat, frames = self.kept or (self.flat, self.frames)
-        if all_finite([flat]):  # never overwrite the last good checkpoint with NaN/Inf
-            atomic_save(self._state(flat, frames), self.run_dir / "checkpoint.pt")
+        weights, frames = self.kept or ({"params": self.flat, "stats": self.stats}, self.frames)
+        if all_finite([weights["params"]]):  # never overwrite the last good checkpoint with NaN/Inf
+            atomic_save(self._state(weights, frames), self.run_dir / "checkpoint.pt")
         summary = make_summary(self.run, reason, frames, self.evals, self.frames)
         sync = sorted(self.sync_seconds)
         summary["cluster"] = {"nodes": sorted(set(nodes) | set(self.node_frames)),
@@ -191,25 +230,31 @@ class Bridge:
     def __init__(self, node: str, threads: int, shared, holder):
         self.node, self.threads, self.shared, self.holder = node, threads, shared, holder
         self.params = list(shared.model.parameters())
+        self.norms = _norms(shared.model)
         self.target_params = None if shared.target is None else list(shared.target.parameters())
         self.base, self.reported, self.target_epoch, self.last_sync = None, 0, -1, None
+        self.stats_base = None
 
     def exchange(self, initial: bool = False) -> bool:
         """One round trip with the holder; return whether the run is to stop."""
         import ray
 
         t0 = time.time()
-        sent = _flat(self.params)
+        sent, sent_stats = _flat(self.params), moments(self.norms)
         local = int(self.shared.worker_frames[: self.threads].sum())
         delta = np.zeros_like(sent.numpy()) if initial else (sent - self.base).numpy()
+        stats_delta = np.zeros_like(sent_stats.numpy()) if initial else (sent_stats - self.stats_base).numpy()
         reply = ray.get(self.holder.exchange.remote(self.node, delta, local - self.reported, self.target_epoch,
-                                                    self.last_sync), timeout=SYNC_TIMEOUT)
+                                                    self.last_sync, stats_delta), timeout=SYNC_TIMEOUT)
         glob = torch.from_numpy(np.array(reply["weights"]))  # a writable copy
+        glob_stats = torch.from_numpy(np.array(reply["stats"]))
         if initial:
             _assign(self.params, glob)
+            set_moments(self.norms, glob_stats)
         else:  # the global weights plus what the workers learnt during the round trip, and since
             rebase(self.params, sent, glob)
-        self.base, self.reported = glob, local
+            set_moments(self.norms, glob_stats + moments(self.norms) - sent_stats)  # the statistics alike
+        self.base, self.stats_base, self.reported = glob, glob_stats, local
         if reply["target"] is not None and self.target_params is not None:
             _assign(self.target_params, np.array(reply["target"]))
             self.target_epoch = reply["target_epoch"]
@@ -275,9 +320,11 @@ class Evaluator:
         """Play the weights: "periodic" (--eval-episodes games; above `best`, the holder's best so far, also one
         game as a GIF, key "gif"), "final" (--final-eval-episodes games: the run's score) or "confirmation" (a
         periodic evaluation that reached --stop-return, confirmed or not over --final-eval-episodes games)."""
-        if not np.isfinite(weights).all():
+        if not np.isfinite(weights["params"]).all():
             raise NonFinite(f"non-finite global weights at global frame {frames}")
-        _assign(list(self.policy.net.parameters()), torch.from_numpy(np.array(weights)).to(self.device))
+        net = self.policy.net
+        _assign(list(net.parameters()), torch.from_numpy(np.array(weights["params"])).to(self.device))
+        set_moments(_norms(net), torch.from_numpy(np.array(weights["stats"])).to(self.device))
         episodes = self.cfg.eval_episodes if kind == "periodic" else self.cfg.final_eval_episodes
         games = play_games(self.policy, self.env, episodes)
         played = confirmation(games, self.cfg.stop_return) if kind == "confirmation" else \

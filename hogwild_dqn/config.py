@@ -74,7 +74,7 @@ class Config:
                                       "pixels/255 (keeps conv1 alive under Adam; docs/notebook.md)")
     obs_normalize: bool = _f(False, "the network sees observations (vectors, or Atari frames pixel by pixel) "
                                     "standardized by the running mean and variance of all workers' observations "
-                                    "(kept in the model; not with --cluster or a replay algorithm)")
+                                    "(kept in the model; not with a replay algorithm)")
     # optimisation (paper defaults: shared RMSProp, alpha 0.99, eps 0.1, lr 7e-4 annealed to 0)
     optimizer: str = _f("rmsprop", "shared optimizer: rmsprop (one shared g, as in the paper) or adam")
     lr: float = _f(7e-4, "initial learning rate")
@@ -253,14 +253,8 @@ class Config:
             raise ConfigError("--obs-normalize (running statistics of each input) and --obs-standardize (each "
                               "frame by its own mean and deviation, the Atari presets') are two ways to scale the "
                               "input; --no-obs-standardize turns the second off")
-        if self.obs_normalize and self.cluster:
-            raise ConfigError("--obs-normalize works on one machine only (a cluster exchanges the weights, not the "
-                              "observation statistics); --no-obs-normalize turns it off")
         if self.value_normalize and not ALGORITHMS[self.algo].minibatches:
             raise ConfigError(f"--value-normalize is PPO's (--algo ppo); --algo {self.algo} learns raw returns")
-        if self.value_normalize and self.cluster:
-            raise ConfigError("--value-normalize works on one machine only (a cluster exchanges the weights, not the "
-                              "return statistics); --no-value-normalize turns it off")
         if self.obs_normalize and ALGORITHMS[self.algo].replay:
             raise ConfigError(f"--obs-normalize is not available for --algo {self.algo} (its replay memory keeps "
                               "raw observations that the statistics would have to follow)")

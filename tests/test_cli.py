@@ -39,15 +39,11 @@ BAD = [
                                                                   "input) and --obs-standardize"),
     (["--game", "CartPole-v1", "--algo", "dqn", "--obs-normalize"], "--obs-normalize is not available for --algo dqn"),
     (["--game", "Pong", "--reward-normalize"], "--reward-normalize is for vector tasks; Atari's rewards are clipped"),
-    (["--game", "CartPole-v1", "--obs-normalize", "--cluster", "auto"], "--obs-normalize works on one machine only"),
     # a MuJoCo task with a discrete --algo: the actions are said first, not the a3c preset's values
     (["--game", "Hopper-v5", "--algo", "dqn"], "--game 'Hopper-v5' has continuous (Box) actions; --algo dqn needs "
                                                "discrete ones (continuous actions: --algo a3c or ppo)"),
-    (["--game", "CartPole-v1", "--obs-normalize", "--cluster", "auto"], "; --no-obs-normalize turns it off"),
     (["--game", "Pong", "--algo", "a3c", "--value-normalize"], "--value-normalize is PPO's (--algo ppo); --algo a3c "
                                                                  "learns raw returns"),
-    (["--game", "CartPole-v1", "--algo", "ppo", "--value-normalize", "--cluster", "auto"],
-     "--value-normalize works on one machine only"),
     (["--game", "Pendulum-v1", "--policy-std-init", "-1"], "--policy-std-init must be a number >= 0, got -1.0"),
     (["--game", "Pendulum-v1", "--policy-std-max", "nan"], "--policy-std-max must be a number >= 0, got nan"),
     (["--game", "Pendulum-v1", "--policy-std-init", "1", "--policy-std-max", "1"], "is not; choose one"),

@@ -216,6 +216,56 @@ def test_the_rebase_keeps_what_workers_push_during_an_exchange():
     assert float(lost.mean()) < 5 and float(lost.max()) < 20, (rounds, float(lost.mean()), float(lost.max()))
 
 
+def test_running_statistics_travel_as_sums_that_add_across_machines():
+    """--obs-normalize's statistics on a cluster: each machine sends the sums its workers added since its last
+    exchange (cluster_actors.moments), the holder adds them: the global statistics are those of every batch of
+    every machine, as if one machine had seen them all."""
+    import torch
+
+    from hogwild_dqn.cluster_actors import moments, set_moments
+    from hogwild_dqn.networks import ObsNorm
+
+    g = torch.Generator().manual_seed(0)
+    seen_before = torch.randn(30, 3, generator=g) * 2 + 1
+    holder, machines, everything = ObsNorm((3,)), [ObsNorm((3,)), ObsNorm((3,))], ObsNorm((3,))
+    for n in (holder, *machines, everything):
+        n.update(seen_before)  # the run so far: every machine starts from the holder's statistics
+    stats = moments([holder])
+    for rnd in range(3):
+        bases = [moments([m]) for m in machines]
+        for k, m in enumerate(machines):
+            batch = torch.randn(10 + k, 3, generator=g) * (k + 1) + rnd
+            m.update(batch)
+            everything.update(batch)
+        stats = stats + sum(moments([m]) - base for m, base in zip(machines, bases, strict=True))
+        for m in machines:  # nothing pushed during the round trip: the machine takes the global statistics
+            set_moments([m], stats + moments([m]) - moments([m]))
+    set_moments([holder], stats)
+    for n in (holder, *machines):
+        assert n.count.item() == everything.count.item() == 30 + 3 * 21
+        torch.testing.assert_close(n.mean, everything.mean)
+        torch.testing.assert_close(n.var, everything.var)
+    fresh = ObsNorm((3,))
+    set_moments([fresh], moments([ObsNorm((3,))]))  # no observation yet: mean 0, variance 1, as built
+    assert fresh.count.item() == 0 and fresh.mean.abs().sum() == 0 and torch.equal(fresh.var, torch.ones(3))
+
+
+def test_ppo_with_normalized_inputs_and_returns_trains_on_two_machines(cluster, tmp_path):
+    """--obs-normalize and --value-normalize on a cluster: the holder's checkpoint holds statistics fed by both
+    machines' workers (a count near every frame trained, where either machine alone trained far fewer)."""
+    run = tmp_path / "run"
+    r = run_train("--game", "CartPole-v1", "--algo", "ppo", "--obs-normalize", "--value-normalize", "--threads", 1,
+                  "--frames", 30_000, "--eval-every", 10_000, "--seed", 1, "--cluster", cluster.address,
+                  "--run-dir", run, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    s = read_summary(run)
+    per_node = s["cluster"]["frames_per_node"]
+    assert len(per_node) == 2 and all(f > 2000 for f in per_node.values()), s["cluster"]
+    model = load_checkpoint(run / "checkpoint.pt", "CartPole-v1", "ppo")["model"]
+    for key in ("torso.norm.count", "value_norm.count"):
+        assert max(per_node.values()) < model[key] <= sum(per_node.values()), (key, float(model[key]), per_node)
+
+
 def test_a_signal_during_the_clusters_final_evaluation_cuts_it_and_the_run_is_saved(cluster, tmp_path):
     run = tmp_path / "run"
     proc = start([sys.executable, ROOT / "train.py", "--no-progress", *CARTPOLE, "--frames", 6000,

@@ -222,6 +222,7 @@ def test_one_target_rule_and_one_parameter_copy_for_a_machine_and_a_cluster_hold
     holder.cfg, holder.frames, holder.target_epoch, holder.node_frames, holder.stop = cfg, 0, 0, {}, False
     holder.flat = _flat(list(shared.model.parameters())).clone()
     holder.target = holder.flat.clone()
+    holder.stats = torch.zeros(0, dtype=torch.float64)  # no running statistics in this network
     for frames in (60, 60, 60, 130, 30, 200):
         delta = np.full(holder.flat.numel(), 0.01, dtype=np.float32)
         reply = holder.exchange("n0", delta, frames, -1, None)
