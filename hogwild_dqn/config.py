@@ -252,7 +252,7 @@ class Config:
         if self.obs_normalize and self.obs_standardize:
             raise ConfigError("--obs-normalize (running statistics of each input) and --obs-standardize (each "
                               "frame by its own mean and deviation, the Atari presets') are two ways to scale the "
-                              "input; --no-obs-standardize turns the second off")
+                              "input; --no-obs-normalize or --no-obs-standardize turns one off")
         if self.value_normalize and not ALGORITHMS[self.algo].minibatches:
             raise ConfigError(f"--value-normalize is PPO's (--algo ppo); --algo {self.algo} learns raw returns")
         if self.obs_normalize and ALGORITHMS[self.algo].replay:
