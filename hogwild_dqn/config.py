@@ -255,6 +255,9 @@ class Config:
                               "input; --no-obs-normalize or --no-obs-standardize turns one off")
         if self.value_normalize and not ALGORITHMS[self.algo].minibatches:
             raise ConfigError(f"--value-normalize is PPO's (--algo ppo); --algo {self.algo} learns raw returns")
+        if self.obs_normalize and self.cluster and ALGORITHMS[self.algo].target_network:
+            raise ConfigError(f"--obs-normalize on a cluster is for a3c and ppo (--algo {self.algo}'s target network "
+                              "would not get the statistics); --no-obs-normalize turns it off")
         if self.obs_normalize and ALGORITHMS[self.algo].replay:
             raise ConfigError(f"--obs-normalize is not available for --algo {self.algo} (its replay memory keeps "
                               "raw observations that the statistics would have to follow)")

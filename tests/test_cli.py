@@ -42,6 +42,8 @@ BAD = [
     # a MuJoCo task with a discrete --algo: the actions are said first, not the a3c preset's values
     (["--game", "Hopper-v5", "--algo", "dqn"], "--game 'Hopper-v5' has continuous (Box) actions; --algo dqn needs "
                                                "discrete ones (continuous actions: --algo a3c or ppo)"),
+    (["--game", "CartPole-v1", "--algo", "q1", "--obs-normalize", "--cluster", "auto"],
+     "--obs-normalize on a cluster is for a3c and ppo (--algo q1's target network would not get the statistics)"),
     (["--game", "Pong", "--algo", "a3c", "--value-normalize"], "--value-normalize is PPO's (--algo ppo); --algo a3c "
                                                                  "learns raw returns"),
     (["--game", "Pendulum-v1", "--policy-std-init", "-1"], "--policy-std-init must be a number >= 0, got -1.0"),
