@@ -19,7 +19,7 @@ from hogwild_dqn.config import Config
 from hogwild_dqn.envs import EnvSpec
 from hogwild_dqn.evaluation import Recorder, best_episode_gif, confirmation, evaluation_player, play_games
 from hogwild_dqn.faults import NonFinite
-from hogwild_dqn.networks import RunningNorm, network_for
+from hogwild_dqn.networks import RunningNorm, network_for, running_norms
 from hogwild_dqn.processes import Processes
 from hogwild_dqn.rundir import Run, confirmed, make_summary
 from hogwild_dqn.shared import STOP, all_finite, new_shared_state, sync_local, target_epoch_due
@@ -45,11 +45,6 @@ def _pieces(params: list[torch.Tensor], flat) -> list[tuple[torch.Tensor, torch.
 def _assign(params: list[torch.Tensor], flat) -> None:
     """Copy a flat vector into parameters in place (the one parameter copy: shared.sync_local)."""
     sync_local(params, [piece for _, piece in _pieces(params, flat)])
-
-
-def _norms(net: torch.nn.Module) -> list[RunningNorm]:
-    """The network's running statistics (--obs-normalize, --value-normalize), in a fixed order."""
-    return [m for m in net.modules() if isinstance(m, RunningNorm)]
 
 
 def moments(norms: list[RunningNorm]) -> torch.Tensor:
@@ -101,7 +96,7 @@ class ParameterHolder:
         if start["model"] is not None:
             self.net.load_state_dict(start["model"])
         self.flat = _flat(list(self.net.parameters())).clone()  # torch, so that denormals are flushed
-        self.norms = _norms(self.net)
+        self.norms = running_norms(self.net)
         self.stats = moments(self.norms)  # the running statistics' sums (empty without them)
         self.tnet, self.target = None, None
         if ALGORITHMS[cfg.algo].target_network:
@@ -122,12 +117,11 @@ class ParameterHolder:
                               "device": None})
 
     def exchange(self, node: str, delta, frames: int, target_epoch: int, sync_seconds: float | None,
-                 stats_delta=None) -> dict:
+                 stats_delta) -> dict:
         """Apply a machine's parameter change, statistics' sums and frames; answer with the global weights and
         statistics (and the target if newer)."""
         self.flat += torch.tensor(delta)  # a copy: arrays from Ray's object store are read-only
-        if stats_delta is not None:
-            self.stats += torch.tensor(stats_delta)
+        self.stats += torch.tensor(stats_delta)
         self.frames += frames
         self.node_frames[node] = self.node_frames.get(node, 0) + frames
         epoch = None if self.target is None else target_epoch_due(self.frames, self.cfg.target_update,
@@ -230,7 +224,7 @@ class Bridge:
     def __init__(self, node: str, threads: int, shared, holder):
         self.node, self.threads, self.shared, self.holder = node, threads, shared, holder
         self.params = list(shared.model.parameters())
-        self.norms = _norms(shared.model)
+        self.norms = running_norms(shared.model)
         self.target_params = None if shared.target is None else list(shared.target.parameters())
         self.base, self.reported, self.target_epoch, self.last_sync = None, 0, -1, None
         self.stats_base = None
@@ -324,7 +318,7 @@ class Evaluator:
             raise NonFinite(f"non-finite global weights at global frame {frames}")
         net = self.policy.net
         _assign(list(net.parameters()), torch.from_numpy(np.array(weights["params"])).to(self.device))
-        set_moments(_norms(net), torch.from_numpy(np.array(weights["stats"])).to(self.device))
+        set_moments(running_norms(net), torch.from_numpy(np.array(weights["stats"])).to(self.device))
         episodes = self.cfg.eval_episodes if kind == "periodic" else self.cfg.final_eval_episodes
         games = play_games(self.policy, self.env, episodes)
         played = confirmation(games, self.cfg.stop_return) if kind == "confirmation" else \

@@ -139,6 +139,11 @@ def value_norm(net: nn.Module) -> ValueNorm | None:
     return getattr(net, "value_norm", None)
 
 
+def running_norms(net: nn.Module) -> list[RunningNorm]:
+    """Every running statistics module of the network (--obs-normalize, --value-normalize), in a fixed order."""
+    return [m for m in net.modules() if isinstance(m, RunningNorm)]
+
+
 def obs_norm(net: nn.Module) -> ObsNorm | None:
     """The network's observation statistics, if it normalizes its inputs."""
     return next((m for m in net.modules() if isinstance(m, ObsNorm)), None)

@@ -225,7 +225,7 @@ def test_one_target_rule_and_one_parameter_copy_for_a_machine_and_a_cluster_hold
     holder.stats = torch.zeros(0, dtype=torch.float64)  # no running statistics in this network
     for frames in (60, 60, 60, 130, 30, 200):
         delta = np.full(holder.flat.numel(), 0.01, dtype=np.float32)
-        reply = holder.exchange("n0", delta, frames, -1, None)
+        reply = holder.exchange("n0", delta, frames, -1, None, np.zeros(0))
         _assign(list(shared.model.parameters()), reply["weights"])  # what a machine's bridge does
         copied = maybe_sync_target(shared, holder.frames, cfg.target_update)
         assert holder.target_epoch == int(shared.target_epoch[0]) == holder.frames // 100

@@ -293,9 +293,11 @@ def measure(args, baseline_dir: Path | None, baseline: str | None) -> int:
     against = f", against {args.baseline} ({baseline})" if baseline else ""
     print(f"benchmark on {cores} cores: {args.game}, {args.repeats} repeats of {args.seconds:g} s per point{against}")
     base = Config(game=args.game, frames=10**12, progress=False, video_steps=0)
-    labels = [(a, a, {}) for a in args.algos] + [(a + FINAL_EPS, a, {}) for a in args.algos if ALGORITHMS[a].replay]
-    labels += [(f"{label} {flags}", a, values) for flags, values in args.variants for label, a, _ in labels]
-    overrides = {label: {**point_overrides(label.split(" ")[0]), **values} for label, _, values in labels}
+    labels = [(a, a, {}) for a in args.algos]
+    labels += [(a + FINAL_EPS, a, point_overrides(a + FINAL_EPS)) for a in args.algos if ALGORITHMS[a].replay]
+    labels += [(f"{label} {flags}", a, {**base_values, **values}) for flags, values in args.variants
+               for label, a, base_values in labels]
+    overrides = {label: values for label, _, values in labels}
     emu, samples = [], {(label, a, e, n): {"new": [], "baseline": []} for label, a, _ in labels
                         for e in ([1] if ALGORITHMS[a].replay else args.envs) for n in args.threads}
     here = Path(__file__).resolve().parent.parent
