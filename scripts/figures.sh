@@ -37,6 +37,9 @@ $PY -m hogwild_dqn.tools.curves --x frames --by seed --title "Qbert: PPO (seed 1
 $PY -m hogwild_dqn.tools.curves --x frames --by seed --title "SpaceInvaders: PPO (seed 1, 6e25702) beside the A3C suite's seeds 2-3" \
   --out docs/ppo_spaceinvaders_frames.png docs/ppo_spaceinvaders_evals.csv="PPO (6e25702)" \
   docs/spaceinvaders_a3c_suite_evals.csv="A3C,"
-$PY -m hogwild_dqn.tools.curves --x frames --by seed --title "Qbert: PPO, pixels normalized (seed 1), beside PPO default (seed 1) and A3C" \
+$PY -m hogwild_dqn.tools.curves --x frames --by seed --title "Qbert: PPO (seed 1), pixels normalized or not, and A3C" \
   --out docs/ppo_pixnorm_qbert_frames.png docs/ppo_pixnorm_qbert_evals.csv="PPO, pixels normalized (bd6231c)" \
   docs/ppo_qbert_evals.csv="PPO default (6e25702)" docs/qbert_a3c_suite_evals.csv="A3C,"
+$PY -m hogwild_dqn.tools.curves --x frames --by seed --title "SpaceInvaders: PPO (seed 1), pixels normalized or not, and A3C" \
+  --out docs/ppo_norm_spaceinvaders_frames.png docs/ppo_norm_spaceinvaders_evals.csv="PPO, pixels normalized (8b09b85)" \
+  docs/ppo_spaceinvaders_evals.csv="PPO default (6e25702)" docs/spaceinvaders_a3c_suite_evals.csv="A3C,"
