@@ -12,7 +12,7 @@ import imageio.v2 as imageio
 import pytest
 
 from hogwild_dqn.tools.benchmark import units
-from tests.conftest import run_cmd, start
+from tests.conftest import ROOT, run_cmd, start
 
 # the suite's report is rliable's (with scipy): an optional extra, which `make test` installs
 pytest.importorskip("rliable", reason="the benchmark extra is not installed: make install-benchmark")
@@ -28,8 +28,15 @@ def benchmark(*args, timeout=300):
 
 
 def iqm_line(report: str) -> re.Match:
+    """The IQM pooled over every run, with its interval."""
     return re.search(r"IQM of human-normalized final scores: ([-\d.]+) \(95% stratified-bootstrap CI ([-\d.]+) to "
                      r"([-\d.]+)", report)
+
+
+def game_iqm_line(report: str) -> re.Match:
+    """The IQM of the games' mean scores (each game one value), with its interval."""
+    return re.search(r"IQM of the games' mean human-normalized final scores: ([-\d.]+) \(95% stratified-bootstrap "
+                     r"CI ([-\d.]+) to ([-\d.]+)", report)
 
 
 def test_the_report_scores_each_run_by_its_final_evaluation_and_aggregates_with_the_iqm(tmp_path):
@@ -49,6 +56,8 @@ def test_the_report_scores_each_run_by_its_final_evaluation_and_aggregates_with_
     iqm, low, high = map(float, iqm_line(report).groups())
     assert iqm == pytest.approx(trim_mean(normalized, 0.25), abs=1e-3)
     assert low <= iqm <= high and low >= min(normalized) - 1e-3 and high <= max(normalized) + 1e-3
+    game_iqm, _, _ = map(float, game_iqm_line(report).groups())
+    assert game_iqm == pytest.approx(sum(normalized) / len(normalized), abs=1e-3)  # one game: its mean
     assert (tmp_path / "benchmark_profile.png").stat().st_size > 0
     starts = (tmp_path / "chain.log").read_text().count(" start ")
 
@@ -101,6 +110,28 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, said):
     done = benchmark("--logdir", tmp_path, "--seeds", 1, *args)
     assert done.returncode == 2 and said in done.stderr and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_the_iqm_of_the_games_means_and_the_pooled_one_from_the_a3c_suites_records(tmp_path):
+    """The repository's A3C suite (six games x 3 seeds, docs/benchmark/records): the IQM over the six games' means
+    drops the best and the worst game; the pooled one the 4 best and 4 worst of the 18 runs."""
+    records = ROOT / "docs" / "benchmark" / "records"
+    done = benchmark("--algo", "a3c", "--logdir", tmp_path / "none", "--record", records, "--out", tmp_path,
+                     "--report-only", "--reps", "2000")
+    assert done.returncode == 0, done.stderr
+    rows = list(csv.DictReader((tmp_path / "benchmark.csv").open()))
+    by_game = {}
+    for r in rows:
+        by_game.setdefault(r["game"], []).append(float(r["human_normalized"]))
+    assert len(by_game) == 6 and all(len(v) == 3 for v in by_game.values())
+    report = (tmp_path / "benchmark.md").read_text()
+    game_iqm, game_low, game_high = map(float, game_iqm_line(report).groups())
+    means = sorted(sum(v) / 3 for v in by_game.values())
+    assert game_iqm == pytest.approx(sum(means[1:5]) / 4, abs=1e-3)  # the middle four games of six
+    assert game_low <= game_iqm <= game_high
+    pooled, low, high = map(float, iqm_line(report).groups())
+    assert pooled == pytest.approx(trim_mean([x for v in by_game.values() for x in v], 0.25), abs=1e-3)
+    assert low <= pooled <= high and pooled != pytest.approx(game_iqm, abs=1e-3)
 
 
 def test_the_report_of_a_suite_without_runs_says_so(tmp_path):

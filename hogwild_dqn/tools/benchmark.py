@@ -5,7 +5,8 @@
         [--report-only] [-- train.py flags]
     (or: make benchmark, make benchmark SUITE=mujoco)
 
-The atari suite (the default): A3C on six games, 10M frames each. The mujoco suite: Hopper, Walker2d,
+The atari suite (the default): the default algorithm (PPO on ALE games; --algo a3c) on six games, 10M frames
+each. The mujoco suite: Hopper, Walker2d,
 HalfCheetah and Ant (v5), 1M steps each, and beside each run Stable-Baselines3 A2C with rl-zoo's settings
 (baselines/sb3_a2c.py, `make install-baselines`; --sb3 / --no-sb3 for any suite).
 
@@ -16,8 +17,9 @@ DIR/<run>.json, and a run recorded there is done: a record kept in the repositor
 clone on another machine, whose run dirs are gone. The report (benchmark.md, benchmark.csv, benchmark_curves.png and
 benchmark_profile.png in --out) gives per game the mean ± std over seeds of the final score (the last weights
 over --final-eval-episodes games) and its human-normalized score, and over games the interquartile mean (IQM) of
-human-normalized scores with a 95% stratified-bootstrap confidence interval and a performance profile,
-computed with rliable (Agarwal et al. 2021; `make install-benchmark`).
+the games' mean human-normalized scores and, pooled, of every run's, each with a 95% stratified-bootstrap
+confidence interval, and a performance profile, computed with rliable (Agarwal et al. 2021; `make
+install-benchmark`).
 """
 
 from __future__ import annotations
@@ -264,8 +266,10 @@ def check_sb3() -> None:
 
 
 def aggregate(scores: list[Score], seeds: list[int], reps: int) -> dict | None:
-    """IQM of human-normalized final scores over the games that have every seed scored and a human reference,
-    with its 95% stratified-bootstrap interval and the performance profile (rliable)."""
+    """Over the games that have every seed scored and a human reference: the IQM of the games' mean
+    human-normalized final scores (each game one value, as published suites compare), the IQM pooled over every
+    run, each with its 95% stratified-bootstrap interval (seeds resampled within each game, both from the same
+    resamples), and the performance profile (rliable)."""
     import numpy as np
 
     rly, metrics = rliable()
@@ -275,12 +279,15 @@ def aggregate(scores: list[Score], seeds: list[int], reps: int) -> dict | None:
         return None
     matrix = np.array([[next(s.normalized for s in scores if s.game == g and s.seed == seed) for g in complete]
                        for seed in seeds])  # (runs, games), as rliable expects
-    point, interval = rly.get_interval_estimates({"run": matrix}, lambda x: np.array([metrics.aggregate_iqm(x)]),
-                                                 reps=reps)
+    point, interval = rly.get_interval_estimates(
+        {"run": matrix}, lambda x: np.array([metrics.aggregate_iqm(x.mean(axis=0)), metrics.aggregate_iqm(x)]),
+        reps=reps)
     taus = np.linspace(0.0, max(2.0, float(matrix.max()) * 1.05), 101)
     profile, profile_ci = rly.create_performance_profile({"run": matrix}, taus)
-    return {"games": complete, "iqm": float(point["run"][0]), "low": float(interval["run"][0][0]),
-            "high": float(interval["run"][1][0]), "median": float(np.median(matrix)), "mean": float(matrix.mean()),
+    (game_iqm, iqm), (game_low, low), (game_high, high) = point["run"], interval["run"][0], interval["run"][1]
+    return {"games": complete, "game_iqm": float(game_iqm), "game_low": float(game_low),
+            "game_high": float(game_high), "iqm": float(iqm), "low": float(low), "high": float(high),
+            "median": float(np.median(matrix)), "mean": float(matrix.mean()),
             "taus": taus, "profile": profile["run"], "profile_ci": profile_ci["run"]}
 
 
@@ -422,10 +429,13 @@ def write_report(args: argparse.Namespace) -> Path:
         lines += ["", "IQM: no game has all its seeds scored yet."]
     else:
         missing = [g for g in args.games if g not in agg["games"]]
-        lines += ["", f"**IQM of human-normalized final scores: {agg['iqm']:.3f} (95% stratified-bootstrap CI "
-                  f"{agg['low']:.3f} to {agg['high']:.3f}, {args.reps:,} resamples)** over {len(agg['games'])} "
-                  f"games × {len(args.seeds)} seeds; median {agg['median']:.3f}, mean {agg['mean']:.3f}."
-                  + (f" Not yet in it: {', '.join(missing)}." if missing else ""), "",
+        lines += ["", f"**IQM of the games' mean human-normalized final scores: {agg['game_iqm']:.3f} (95% "
+                  f"stratified-bootstrap CI {agg['game_low']:.3f} to {agg['game_high']:.3f})** over "
+                  f"{len(agg['games'])} games, each the mean of its {len(args.seeds)} seeds. Pooled over the "
+                  f"{len(agg['games']) * len(args.seeds)} runs: IQM of human-normalized final scores: "
+                  f"{agg['iqm']:.3f} (95% stratified-bootstrap CI {agg['low']:.3f} to {agg['high']:.3f}); "
+                  f"median {agg['median']:.3f}, mean {agg['mean']:.3f}; {args.reps:,} resamples."
+                  + (f" Not yet in them: {', '.join(missing)}." if missing else ""), "",
                   "![performance profile](benchmark_profile.png)"]
         label = f"{args.algo}, {args.threads} workers, {args.frames / 1e6:g}M {frames}"
         plot_profile(agg, label, out / "benchmark_profile.png")
