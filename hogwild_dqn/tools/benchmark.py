@@ -6,9 +6,9 @@
     (or: make benchmark, make benchmark SUITE=mujoco)
 
 The atari suite (the default): the default algorithm (PPO on ALE games; --algo a3c) on six games, 10M frames
-each. The mujoco suite: Hopper, Walker2d,
-HalfCheetah and Ant (v5), 1M steps each, and beside each run Stable-Baselines3 A2C with rl-zoo's settings
-(baselines/sb3_a2c.py, `make install-baselines`; --sb3 / --no-sb3 for any suite).
+each. The mujoco suite: Hopper, Walker2d, HalfCheetah and Ant (v5), 1M steps each, and beside each run
+Stable-Baselines3 A2C with rl-zoo's settings (baselines/sb3_a2c.py, `make install-baselines`; --sb3 / --no-sb3 for
+any suite).
 
 Each run goes to <logdir>/<game>-<algo>-s<seed> (console output in <run>.log beside it, starts and ends in
 chain.log). A finished run is kept and not run again; a cut one is resumed from its checkpoint, so the suite can
