@@ -41,7 +41,7 @@ $PY -m hogwild_dqn.tools.curves --x frames --by seed --title "Qbert: PPO (seed 1
   --out docs/ppo_pixnorm_qbert_frames.png docs/ppo_pixnorm_qbert_evals.csv="PPO, pixels normalized (bd6231c)" \
   docs/ppo_qbert_evals.csv="PPO default (6e25702)" docs/qbert_a3c_suite_evals.csv="A3C,"
 $PY -m hogwild_dqn.tools.curves --x frames --by seed --title "SpaceInvaders: PPO (seed 1), pixels normalized or not, and A3C" \
-  --out docs/ppo_norm_spaceinvaders_frames.png docs/ppo_norm_spaceinvaders_evals.csv="PPO, pixels normalized (8b09b85)" \
+  --out docs/ppo_norm_spaceinvaders_frames.png docs/benchmark-ppo/records/SpaceInvaders-ppo-s1.json="PPO, pixels normalized (8b09b85)" \
   docs/ppo_spaceinvaders_evals.csv="PPO default (6e25702)" docs/spaceinvaders_a3c_suite_evals.csv="A3C,"
 for axis in frames wall_seconds; do
   $PY -m hogwild_dqn.tools.curves --x $axis --by seed --line 18 --out docs/ppo_pong_confirmed_${axis%_seconds}.png \

@@ -128,7 +128,7 @@ def test_curves_redraws_a_figure_from_evaluation_csvs_and_refuses_bad_ones_in_on
     assert image.shape[0] > 100 and image.std() > 0
     out.unlink()
     for args, message in [([str(tmp_path / "none.csv")], "does not exist"),
-                          ([str(one), "--by", "run"], "no CSV has a column run"),
+                          ([str(one), "--by", "run"], "no input has a column run"),
                           ([str(tmp_path)], "is not a file"),
                           ([str(two), "--x", "wall_seconds"], None)]:
         code = curves.main([*args, "--out", str(out)])
@@ -143,6 +143,30 @@ def test_curves_redraws_a_figure_from_evaluation_csvs_and_refuses_bad_ones_in_on
         assert "not a number" in capsys.readouterr().err and not (tmp_path / "bad.png").exists()
     assert curves.main([str(one), "--out", str(tmp_path / "no" / "fig.png")]) == 2
     assert capsys.readouterr().err.startswith("curves: error: --out ")
+
+
+def test_curves_draws_a_suite_record_and_refuses_a_json_that_is_not_one(tmp_path, capsys):
+    """The benchmark's records are what a suite keeps: a figure is drawn from them, one line per record (or per seed),
+    with the periodic evaluations and the final one that the record holds."""
+    from hogwild_dqn.tools import curves
+
+    record = Path(__file__).parent.parent / "docs" / "benchmark-ppo" / "records" / "SpaceInvaders-ppo-s1.json"
+    rows = curves.read_record(record)
+    kept = json.loads(record.read_text())
+    assert [r["frames"] for r in rows] == [e["frames"] for e in kept["evals"]] and len(rows) >= 20
+    assert rows[-1]["kind"] == "final" and rows[-1]["mean_return"] == kept["final_eval"]["mean_return"]
+    assert {r["seed"] for r in rows} == {1} and rows[0]["kind"] == "periodic"
+    out = tmp_path / "fig.png"
+    assert curves.main([f"{record}=PPO", "--by", "seed", "--x", "wall_seconds", "--out", str(out)]) == 0
+    assert "(1 curves)" in capsys.readouterr().out and out.stat().st_size > 1000
+    for text, message in [('{"evals": [', "not a readable JSON record"), ('{"frames": 1}', "not a run record"),
+                          ('[1, 2]', "not a run record"), ('{"evals": [{"frames": 1, "wall_seconds": 2}]}', "lacks"),
+                          ('{"evals": [{"frames": 1, "wall_seconds": 2, "mean_return": null}]}', "not a number")]:
+        (tmp_path / "bad.json").write_text(text)
+        assert curves.main([str(tmp_path / "bad.json"), "--out", str(tmp_path / "bad.png")]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("curves: error: ") and message in err and err.count("\n") == 1, err
+        assert not (tmp_path / "bad.png").exists()
 
 
 def test_every_tool_shows_scores_over_runs_and_tells_a_done_run_one_way(tmp_path):

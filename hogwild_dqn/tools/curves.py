@@ -1,17 +1,19 @@
-"""Draw evaluation curves kept as CSV (the files under docs/) into one figure, so the documents' figures are
-redrawn by a command rather than by hand.
+"""Draw evaluation curves kept as CSV (the files under docs/) or as run records (a run's summary.json, the
+benchmark's --record files) into one figure, so the documents' figures are redrawn by a command rather than by hand.
 
-    python -m hogwild_dqn.tools.curves docs/a.csv=LABEL [docs/b.csv=LABEL ...] --out fig.png
+    python -m hogwild_dqn.tools.curves docs/a.csv=LABEL [records/Game-ppo-s1.json=LABEL ...] --out fig.png
         [--x frames|wall_seconds] [--by COLUMN] [--line 18] [--title TEXT]
 
-Each CSV needs the columns `frames`, `wall_seconds` and `mean_return` (lines starting with # are skipped);
-`--by run` splits each CSV that has a column `run` into one line per value of it.
+Each CSV needs the columns `frames`, `wall_seconds` and `mean_return` (lines starting with # are skipped); a record's
+rows are its `evals` (the periodic evaluations and the final one) with the record's `seed`. `--by run` splits each
+input that has a column `run` into one line per value of it.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import json
 import sys
 from pathlib import Path
 
@@ -21,29 +23,46 @@ NEEDED = ("frames", "wall_seconds", "mean_return")
 
 
 class CurvesError(ValueError):
-    """A missing or malformed CSV; printed as one line, exit 2."""
+    """A missing or malformed CSV or record; printed as one line, exit 2."""
+
+
+def read_csv(path: Path) -> list[dict]:
+    try:
+        with path.open(newline="", encoding="utf-8") as f:
+            return list(csv.DictReader(line for line in f if not line.startswith("#")))
+    except (UnicodeDecodeError, csv.Error) as e:
+        raise CurvesError(f"{path} is not a readable CSV ({e})") from None
+
+
+def read_record(path: Path) -> list[dict]:
+    """A run record's evaluations as CSV-like rows, so the figures of a suite are drawn from its records (the files
+    that are kept) with no CSV copied out of them by hand."""
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        evals = record["evals"]
+        return [{**e, "seed": record.get("seed"), "kind": "final" if e.get("final") else "periodic"} for e in evals]
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise CurvesError(f"{path} is not a readable JSON record ({e})") from None
+    except (KeyError, TypeError, AttributeError):
+        raise CurvesError(f"{path} is not a run record (no list of evaluations under 'evals')") from None
 
 
 def read_lines(path: Path, label: str, by: str | None) -> tuple[list[tuple], bool]:
     """(label, frames, wall_seconds, mean_return) per line to draw: one, or one per value of the column `by`
-    where the CSV has it; and whether it had it."""
+    where the input has it; and whether it had it."""
     if not path.is_file():
         raise CurvesError(f"{path} {'is not a file' if path.exists() else 'does not exist'}")
-    try:
-        with path.open(newline="", encoding="utf-8") as f:
-            rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
-    except (UnicodeDecodeError, csv.Error) as e:
-        raise CurvesError(f"{path} is not a readable CSV ({e})") from None
+    rows = read_record(path) if path.suffix.lower() == ".json" else read_csv(path)
     missing = [c for c in NEEDED if not rows or c not in rows[0]]
     if missing:
         raise CurvesError(f"{path} has no rows or lacks the column(s) {', '.join(missing)}")
     split = by is not None and by in rows[0]
     groups: dict[str, list[dict]] = {}
     for row in rows:
-        groups.setdefault(f"{label} {by}={row[by]}" if split else label, []).append(row)
+        groups.setdefault(f"{label} {by}={row.get(by)}" if split else label, []).append(row)
     try:
         return [(name, *([float(r[c]) for r in group] for c in NEEDED)) for name, group in groups.items()], split
-    except (TypeError, ValueError):  # TypeError: a short row's missing field
+    except (KeyError, TypeError, ValueError):  # a record's missing key; a short CSV row's missing field
         raise CurvesError(f"{path}: a row with a missing value or one that is not a number") from None
 
 
@@ -53,7 +72,7 @@ def draw(inputs: list[tuple[Path, str]], out: Path, x: str, by: str | None, line
         raise CurvesError(f"--out {out}: needs an existing folder and a .png, .svg or .pdf name")
     read = [read_lines(path, label, by) for path, label in inputs]
     if by and not any(split for _, split in read):
-        raise CurvesError(f"--by {by}: no CSV has a column {by}")
+        raise CurvesError(f"--by {by}: no input has a column {by}")
     lines = [drawn for found, _ in read for drawn in found]
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4))
@@ -72,10 +91,11 @@ def draw(inputs: list[tuple[Path, str]], out: Path, x: str, by: str | None, line
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m hogwild_dqn.tools.curves", description=__doc__.splitlines()[0])
-    p.add_argument("csv", nargs="+", help="PATH or PATH=LABEL (the label defaults to the file's name)")
+    p.add_argument("csv", nargs="+",
+                   help="PATH or PATH=LABEL: a CSV or a run record (.json); the label defaults to the file's name")
     p.add_argument("--out", type=Path, required=True, help="the PNG to write")
     p.add_argument("--x", choices=("frames", "wall_seconds"), default="frames", help="the x axis")
-    p.add_argument("--by", default=None, help="a column that splits each CSV that has it into one line per value")
+    p.add_argument("--by", default=None, help="a column that splits each input that has it into one line per value")
     p.add_argument("--line", type=float, default=None, help="a horizontal reference line (a target score)")
     p.add_argument("--title", default="", help="the figure's title")
     args = p.parse_args(argv)
