@@ -48,3 +48,6 @@ for axis in frames wall_seconds; do
     --title "Pong, seeds 1-3, confirmed stops: PPO, the default, beside A3C" \
     docs/ppo_pong_confirmed_evals.csv="PPO," docs/pong_confirmed_evals.csv="A3C,"
 done
+$PY -m hogwild_dqn.tools.curves --x frames --by seed --title "Seaquest: PPO, the default (seed 1), beside A3C (seeds 1-3)" \
+  --out docs/ppo_norm_seaquest_frames.png docs/benchmark-ppo/records/Seaquest-ppo-s1.json="PPO, the default (3ffa1db)," \
+  docs/benchmark/records/Seaquest-a3c-s{1,2,3}.json="A3C,"
