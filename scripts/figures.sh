@@ -51,3 +51,6 @@ done
 $PY -m hogwild_dqn.tools.curves --x frames --by seed --title "Seaquest: PPO, the default (seed 1), beside A3C (seeds 1-3)" \
   --out docs/ppo_norm_seaquest_frames.png docs/benchmark-ppo/records/Seaquest-ppo-s1.json="PPO, the default (3ffa1db)," \
   docs/benchmark/records/Seaquest-a3c-s{1,2,3}.json="A3C,"
+$PY -m hogwild_dqn.tools.curves --x frames --by seed --title "BeamRider: PPO, the default (seed 1), beside A3C (seeds 1-3)" \
+  --out docs/ppo_norm_beamrider_frames.png docs/benchmark-ppo/records/BeamRider-ppo-s1.json="PPO, the default (3ffa1db)," \
+  docs/benchmark/records/BeamRider-a3c-s{1,2,3}.json="A3C,"
