@@ -54,3 +54,7 @@ $PY -m hogwild_dqn.tools.curves --x frames --by seed --title "Seaquest: PPO, the
 $PY -m hogwild_dqn.tools.curves --x frames --by seed --title "BeamRider: PPO, the default (seed 1), beside A3C (seeds 1-3)" \
   --out docs/ppo_norm_beamrider_frames.png docs/benchmark-ppo/records/BeamRider-ppo-s1.json="PPO, the default (3ffa1db)," \
   docs/benchmark/records/BeamRider-a3c-s{1,2,3}.json="A3C,"
+$PY -m hogwild_dqn.tools.curves --x frames --by seed --title "BeamRider, seed 1: PPO's input, pixel by pixel or frame by frame" \
+  --out docs/ppo_beamrider_input_frames.png docs/benchmark-ppo/records/BeamRider-ppo-s1.json="PPO, the default (3ffa1db)," \
+  docs/screens/ppo-default/BeamRider-ppo-s1.json="PPO, each frame standardized (3ffa1db)," \
+  docs/benchmark/records/BeamRider-a3c-s1.json="A3C,"
