@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import sys
 from pathlib import Path
 
-from hogwild_dqn.tools import pyplot, save
+from hogwild_dqn.tools import pyplot, read_json, save
 
 NEEDED = ("frames", "wall_seconds", "mean_return")
 
@@ -35,14 +34,15 @@ def read_csv(path: Path) -> list[dict]:
 
 
 def read_record(path: Path) -> list[dict]:
-    """A run record's evaluations as CSV-like rows, so the figures of a suite are drawn from its records (the files
-    that are kept) with no CSV copied out of them by hand."""
+    """A run record's evaluations as CSV-like rows (with the record's `seed`, and `kind` periodic or final as the
+    docs' CSVs have it), so the figures of a suite are drawn from its records (the files that are kept) with no CSV
+    copied out of them by hand."""
+    record = read_json(path)
+    if record is None:
+        raise CurvesError(f"{path} is not a readable JSON record")
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-        evals = record["evals"]
-        return [{**e, "seed": record.get("seed"), "kind": "final" if e.get("final") else "periodic"} for e in evals]
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise CurvesError(f"{path} is not a readable JSON record ({e})") from None
+        return [{**e, "seed": record.get("seed"), "kind": "final" if e.get("final") else "periodic"}
+                for e in record["evals"]]
     except (KeyError, TypeError, AttributeError):
         raise CurvesError(f"{path} is not a run record (no list of evaluations under 'evals')") from None
 
