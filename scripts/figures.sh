@@ -41,7 +41,7 @@ $PY -m hogwild_dqn.tools.curves --x frames --by seed --title "Qbert: PPO (seed 1
   --out docs/ppo_pixnorm_qbert_frames.png docs/ppo_pixnorm_qbert_evals.csv="PPO, pixels normalized (bd6231c)" \
   docs/ppo_qbert_evals.csv="PPO default (6e25702)" docs/qbert_a3c_suite_evals.csv="A3C,"
 $PY -m hogwild_dqn.tools.curves --x frames --by seed --title "SpaceInvaders: PPO (seed 1), pixels normalized or not, and A3C" \
-  --out docs/ppo_norm_spaceinvaders_frames.png docs/benchmark-ppo/records/SpaceInvaders-ppo-s1.json="PPO, pixels normalized (8b09b85)" \
+  --out docs/ppo_norm_spaceinvaders_frames.png docs/benchmark-ppo-epochs4/records/SpaceInvaders-ppo-s1.json="PPO, pixels normalized (8b09b85)" \
   docs/ppo_spaceinvaders_evals.csv="PPO default (6e25702)" docs/spaceinvaders_a3c_suite_evals.csv="A3C,"
 for axis in frames wall_seconds; do
   $PY -m hogwild_dqn.tools.curves --x $axis --by seed --line 18 --out docs/ppo_pong_confirmed_${axis%_seconds}.png \
@@ -49,12 +49,19 @@ for axis in frames wall_seconds; do
     docs/ppo_pong_confirmed_evals.csv="PPO," docs/pong_confirmed_evals.csv="A3C,"
 done
 $PY -m hogwild_dqn.tools.curves --x frames --by seed --title "Seaquest: PPO, the default (seed 1), beside A3C (seeds 1-3)" \
-  --out docs/ppo_norm_seaquest_frames.png docs/benchmark-ppo/records/Seaquest-ppo-s1.json="PPO, the default (3ffa1db)," \
+  --out docs/ppo_norm_seaquest_frames.png docs/benchmark-ppo-epochs4/records/Seaquest-ppo-s1.json="PPO, the default (3ffa1db)," \
   docs/benchmark/records/Seaquest-a3c-s{1,2,3}.json="A3C,"
 $PY -m hogwild_dqn.tools.curves --x frames --by seed --title "BeamRider: PPO, the default (seed 1), beside A3C (seeds 1-3)" \
-  --out docs/ppo_norm_beamrider_frames.png docs/benchmark-ppo/records/BeamRider-ppo-s1.json="PPO, the default (3ffa1db)," \
+  --out docs/ppo_norm_beamrider_frames.png docs/benchmark-ppo-epochs4/records/BeamRider-ppo-s1.json="PPO, the default (3ffa1db)," \
   docs/benchmark/records/BeamRider-a3c-s{1,2,3}.json="A3C,"
 $PY -m hogwild_dqn.tools.curves --x frames --by seed --title "BeamRider, seed 1: PPO's input, pixel by pixel or frame by frame" \
-  --out docs/ppo_beamrider_input_frames.png docs/benchmark-ppo/records/BeamRider-ppo-s1.json="PPO, the default (3ffa1db)," \
+  --out docs/ppo_beamrider_input_frames.png docs/benchmark-ppo-epochs4/records/BeamRider-ppo-s1.json="PPO, the default (3ffa1db)," \
   docs/screens/ppo-default/BeamRider-ppo-s1.json="PPO, each frame standardized (3ffa1db)," \
   docs/benchmark/records/BeamRider-a3c-s1.json="A3C,"
+$PY -m hogwild_dqn.tools.curves --x frames --title "Breakout, seed 1: PPO with 2 or 4 epochs a rollout" \
+  --out docs/ppo_epochs_breakout_frames.png docs/screens/ppo-epochs2/Breakout-ppo-s1.json="PPO, 2 epochs (3ffa1db)" \
+  docs/benchmark-ppo-epochs4/records/Breakout-ppo-s1.json="PPO, 4 epochs (bd6231c)"
+$PY -m hogwild_dqn.tools.curves --x frames --by seed --title "BeamRider: PPO with 2 or 4 epochs a rollout (seed 1), and A3C" \
+  --out docs/ppo_epochs_beamrider_frames.png docs/screens/ppo-epochs2/BeamRider-ppo-s1.json="PPO, 2 epochs (3ffa1db)," \
+  docs/benchmark-ppo-epochs4/records/BeamRider-ppo-s1.json="PPO, 4 epochs (3ffa1db)," \
+  docs/benchmark/records/BeamRider-a3c-s{1,2,3}.json="A3C,"

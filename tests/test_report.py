@@ -150,7 +150,7 @@ def test_curves_draws_a_suite_record_and_refuses_a_json_that_is_not_one(tmp_path
     with the periodic evaluations and the final one that the record holds."""
     from hogwild_dqn.tools import curves
 
-    record = Path(__file__).parent.parent / "docs" / "benchmark-ppo" / "records" / "SpaceInvaders-ppo-s1.json"
+    record = Path(__file__).parent.parent / "docs" / "benchmark-ppo-epochs4" / "records" / "SpaceInvaders-ppo-s1.json"
     rows = curves.read_record(record)
     kept = json.loads(record.read_text())
     assert [r["frames"] for r in rows] == [e["frames"] for e in kept["evals"]] and len(rows) >= 20
