@@ -166,7 +166,8 @@ figures: $(STAMP)
 # The benchmark suite: GAMES x SEEDS (default: six games, seeds 1-3, the default algorithm (PPO on Atari; ALGO=a3c),
 # 10M frames each; hours), one run after another into LOGDIR (runs/benchmark), resumable, then benchmark.md with
 # the IQM over games (docs/results.md).
-# SUITE=mujoco: four MuJoCo tasks x 1M steps, each beside Stable-Baselines3 A2C (runs/benchmark-mujoco).
+# SUITE=mujoco: four MuJoCo tasks x 1M steps with the MuJoCo default (PPO; ALGO=a3c for A3C), each beside
+# Stable-Baselines3 A2C (runs/benchmark-mujoco).
 # RECORD=DIR keeps each ended run's summary there (docs/benchmark/records for this repository's results).
 benchmark: $(BENCHMARK_STAMP) $(if $(filter mujoco,$(SUITE)),$(BASELINES_STAMP) $(MUJOCO_STAMP))
 	$(PY) -m hogwild_dqn.tools.benchmark $(call opt,--suite,$(SUITE)) $(call opt,--logdir,$(LOGDIR)) \

@@ -140,12 +140,13 @@ def test_the_report_of_a_suite_without_runs_says_so(tmp_path):
 
 
 def test_the_mujoco_suite_runs_sb3_a2c_beside_each_run_and_tables_both(tmp_path):
-    """The continuous suite's shape on a short task: our run, then SB3 A2C's with the same frames and seed, both
-    ending with a final evaluation of the policy's mean, and the report's table of the two side by side."""
+    """The continuous suite's shape on a short task: our run (the MuJoCo default, PPO), then SB3 A2C's with the
+    same frames and seed, both ending with a final evaluation of the policy's mean, and the report's table of the
+    two side by side."""
     done = benchmark("--suite", "mujoco", "--games", "InvertedPendulum-v5", "--seeds", 1, "--frames", 4000,
                      "--logdir", tmp_path, "--", "--eval-every", 2000, "--final-eval-episodes", 5)
     assert done.returncode == 0, done.stderr
-    ours = json.loads((tmp_path / "InvertedPendulum-v5-a3c-s1" / "summary.json").read_text())
+    ours = json.loads((tmp_path / "InvertedPendulum-v5-ppo-s1" / "summary.json").read_text())
     sb3 = json.loads((tmp_path / "InvertedPendulum-v5-sb3_a2c-s1" / "summary.json").read_text())
     assert ours["final_eval"]["episodes"] == 5 and sb3["final_eval"]["episodes"] == 30
     assert sb3["status"] == "finished" and sb3["frames"] == 4000 and sb3["evals"][-1]["final"]
@@ -159,10 +160,10 @@ def test_the_mujoco_suite_runs_sb3_a2c_beside_each_run_and_tables_both(tmp_path)
             for r in csv.DictReader((tmp_path / "benchmark.csv").open())]  # every run's final and best
     best = [("" if r["best_eval_return"] is None else str(r["best_eval_return"])) for r in (ours, sb3)]  # a run
     # of 4,000 steps can end before the evaluator's first periodic evaluation: the csv leaves the cell empty
-    assert rows == [("a3c", ours["final_eval"]["mean_return"], best[0]),
+    assert rows == [("ppo", ours["final_eval"]["mean_return"], best[0]),
                     ("sb3_a2c", sb3["final_eval"]["mean_return"], best[1])]
     assert "No IQM: these games have no random and human reference scores" in report
-    assert report.startswith("# Benchmark: a3c, 2 workers, 4,000 steps, seeds 1\n")
+    assert report.startswith("# Benchmark: ppo, 2 workers, 4,000 steps, seeds 1\n")
     assert "![evaluations against frames, each run](benchmark_curves.png)" in report
     pixels = imageio.imread(tmp_path / "benchmark_curves.png")[..., :3]
     for color in ((31, 119, 180), (255, 127, 14)):  # ours (tab:blue) and SB3's (tab:orange) are drawn

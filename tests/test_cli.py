@@ -129,13 +129,15 @@ def test_ale_games_default_to_the_preset_that_learns_on_few_cores(game):
     assert load(["--game", "CartPole-v1"])[2] == CONFIG_DIR / "cartpole.yaml"
 
 
-@pytest.mark.parametrize("game, preset", [("InvertedPendulum-v5", "mujoco.yaml"), ("HalfCheetah-v5", "mujoco.yaml"),
+@pytest.mark.parametrize("game, preset", [("InvertedPendulum-v5", "ppo_mujoco.yaml"), ("HalfCheetah-v5", "ppo_mujoco.yaml"),
                                           ("Pendulum-v1", "pendulum.yaml"), ("Acrobot-v1", "cartpole.yaml")])
 def test_continuous_control_tasks_take_their_presets(game, preset):
     cfg, _, source = load(["--game", game])
     assert source == CONFIG_DIR / preset and cfg.game == game
-    if preset == "mujoco.yaml":  # standardized observations, a learned state-independent deviation
-        assert cfg.obs_normalize and cfg.policy_std_init == 1.0
+    if preset == "ppo_mujoco.yaml":  # standardized observations, a learned state-independent deviation
+        assert cfg.algo == "ppo" and cfg.obs_normalize and cfg.policy_std_init == 1.0
+        a3c, _, source = load(["--game", game, "--algo", "a3c"])  # one --algo away, with the same input and head
+        assert source == CONFIG_DIR / "mujoco.yaml" and a3c.obs_normalize and a3c.policy_std_init == 1.0
 
 
 def test_lstm_takes_the_atari_preset_with_longer_segments_and_a_normalized_input():

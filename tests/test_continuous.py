@@ -14,12 +14,12 @@ from tests.conftest import read_summary, run_cmd, run_train
 
 
 def test_a3c_balances_the_inverted_pendulum(tmp_path):
-    """MuJoCo's InvertedPendulum-v5 with its default preset (configs/mujoco.yaml), 2 workers x 4 games: a random
+    """MuJoCo's InvertedPendulum-v5 with A3C's preset (--algo a3c: configs/mujoco.yaml), 2 workers x 4 games: a random
     policy scores about 6, the maximum is 1000. Three runs of the preset (seeds 1-3) reached 1000 within 45k-63k
     frames, and their last weights kept it over 30 episodes."""
     pytest.importorskip("mujoco", reason="MuJoCo is an optional extra: make install-mujoco (make test installs it)")
     run = tmp_path / "inverted"
-    proc = run_train("--game", "InvertedPendulum-v5", "--threads", 2, "--frames", 200_000, "--seed", 1,
+    proc = run_train("--game", "InvertedPendulum-v5", "--algo", "a3c", "--threads", 2, "--frames", 200_000, "--seed", 1,
                      "--stop-return", 950, "--run-dir", run, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.startswith("configs/mujoco.yaml: a3c-norm on InvertedPendulum-v5, 2 workers x 4 games")
@@ -31,12 +31,12 @@ def test_a3c_balances_the_inverted_pendulum(tmp_path):
 
 
 def test_ppo_balances_the_inverted_pendulum(tmp_path):
-    """--algo ppo on a MuJoCo task takes configs/ppo_mujoco.yaml (2 workers x 1 game, rollouts of 1,024 steps,
+    """A MuJoCo task without --algo takes PPO, configs/ppo_mujoco.yaml (2 workers x 1 game, rollouts of 1,024 steps,
     10 epochs of 16 minibatches, returns normalized). Seeds 1-3 each reached 1000 at their second evaluation
     (20k frames) and kept it over 30 episodes; the budget leaves three times that."""
     pytest.importorskip("mujoco", reason="MuJoCo is an optional extra: make install-mujoco (make test installs it)")
     run = tmp_path / "inverted-ppo"
-    proc = run_train("--game", "InvertedPendulum-v5", "--algo", "ppo", "--threads", 2, "--frames", 60_000,
+    proc = run_train("--game", "InvertedPendulum-v5", "--threads", 2, "--frames", 60_000,
                      "--seed", 1, "--stop-return", 950, "--run-dir", run, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.startswith("configs/ppo_mujoco.yaml: ppo-norm on InvertedPendulum-v5, 2 workers x 1 game")
