@@ -129,7 +129,8 @@ def test_ale_games_default_to_the_preset_that_learns_on_few_cores(game):
     assert load(["--game", "CartPole-v1"])[2] == CONFIG_DIR / "cartpole.yaml"
 
 
-@pytest.mark.parametrize("game, preset", [("InvertedPendulum-v5", "ppo_mujoco.yaml"), ("HalfCheetah-v5", "ppo_mujoco.yaml"),
+@pytest.mark.parametrize("game, preset", [("InvertedPendulum-v5", "ppo_mujoco.yaml"),
+                                          ("HalfCheetah-v5", "ppo_mujoco.yaml"),
                                           ("Pendulum-v1", "pendulum.yaml"), ("Acrobot-v1", "cartpole.yaml")])
 def test_continuous_control_tasks_take_their_presets(game, preset):
     cfg, _, source = load(["--game", game])
