@@ -65,3 +65,13 @@ $PY -m hogwild_dqn.tools.curves --x frames --by seed --title "BeamRider: PPO wit
   --out docs/ppo_epochs_beamrider_frames.png docs/screens/ppo-epochs2/BeamRider-ppo-s1.json="PPO, 2 epochs (3ffa1db)," \
   docs/benchmark-ppo-epochs4/records/BeamRider-ppo-s1.json="PPO, 4 epochs (3ffa1db)," \
   docs/benchmark/records/BeamRider-a3c-s{1,2,3}.json="A3C,"
+for axis in frames wall_seconds; do
+  $PY -m hogwild_dqn.tools.curves --x $axis --line 18 --out docs/ppo16_pong_${axis%_seconds}.png \
+    --title "Pong, PPO (the default), seed 1: 16 workers beside 2" \
+    docs/ppo16_h100/Pong-ppo-t16-s1.summary.json="16 workers" docs/ppo_pong_epochs2/Pong-ppo-s1.json="2 workers"
+  $PY -m hogwild_dqn.tools.curves --x $axis --out docs/ppo16_breakout_${axis%_seconds}.png \
+    --title "Breakout, PPO (the default), seed 1: 16 workers beside 2" \
+    docs/ppo16_h100/Breakout-5M-ppo-t16-s1.summary.json="16 workers, 5M frames" \
+    docs/ppo16_h100/Breakout-3.4M-ppo-t16-s1.summary.json="16 workers, 3.4M frames" \
+    docs/benchmark-ppo/records/Breakout-ppo-s1.json="2 workers, 10M frames"
+done
