@@ -75,3 +75,7 @@ for axis in frames wall_seconds; do
     docs/ppo16_h100/Breakout-3.4M-ppo-t16-s1.summary.json="16 workers, 3.4M frames" \
     docs/benchmark-ppo/records/Breakout-ppo-s1.json="2 workers, 10M frames"
 done
+$PY -m hogwild_dqn.tools.curves --x frames --by seed --title "BeamRider, seed 1: PPO's learning rate annealed or constant" \
+  --out docs/ppo_lr_beamrider_frames.png docs/benchmark-ppo/records/BeamRider-ppo-s1.json="PPO, the default: annealed (3ffa1db)," \
+  docs/screens/ppo-lr-const/BeamRider-ppo-s1.json="PPO, constant (86e9b44)," \
+  docs/benchmark/records/BeamRider-a3c-s1.json="A3C,"
