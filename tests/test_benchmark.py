@@ -132,6 +132,10 @@ def test_the_iqm_of_the_games_means_and_the_pooled_one_from_the_a3c_suites_recor
     pooled, low, high = map(float, iqm_line(report).groups())
     assert pooled == pytest.approx(trim_mean([x for v in by_game.values() for x in v], 0.25), abs=1e-3)
     assert low <= pooled <= high and pooled != pytest.approx(game_iqm, abs=1e-3)
+    for game in by_game:  # each seed's wall minutes as its run measured them, never a mean over machines
+        row = next(line for line in report.splitlines() if line.startswith(f"| {game} |"))
+        assert row.endswith(" | " + ", ".join(f"s{r['seed']} {r['wall_minutes']}" for r in rows if r["game"] == game)
+                            + " |")
 
 
 def test_the_report_of_a_suite_without_runs_says_so(tmp_path):
@@ -156,6 +160,7 @@ def test_the_mujoco_suite_runs_sb3_a2c_beside_each_run_and_tables_both(tmp_path)
     report = (tmp_path / "benchmark.md").read_text()
     row = [line for line in report.splitlines() if line.startswith("| InvertedPendulum-v5 |")][-1]  # beside SB3
     assert f"s1 {ours['final_eval']['mean_return']:.1f} / {sb3['final_eval']['mean_return']:.1f}" in row
+    assert f"| s1 {ours['wall_seconds'] / 60:.1f} | s1 {sb3['wall_seconds'] / 60:.1f} |" in row
     rows = [(r["algo"], float(r["final_mean"]), r["best_periodic_eval"])
             for r in csv.DictReader((tmp_path / "benchmark.csv").open())]  # every run's final and best
     best = [("" if r["best_eval_return"] is None else str(r["best_eval_return"])) for r in (ours, sb3)]  # a run

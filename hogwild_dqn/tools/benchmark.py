@@ -361,7 +361,13 @@ def game_row(game: str, runs: list[Score], seeds: int) -> str:
                      for s in runs)
     return (f"| {game} | {len(scored)}/{seeds} | {spread([s.final_mean for s in scored])} | "
             f"{fmt(statistics.mean(norm) if norm else None, '.3f')} | {each} | "
-            f"{fmt(statistics.mean(best) if best else None)} | {statistics.mean(s.wall_minutes for s in runs):.1f} |")
+            f"{fmt(statistics.mean(best) if best else None)} | {minutes(runs)} |")
+
+
+def minutes(runs: list[Score]) -> str:
+    """Each run's wall minutes, not their mean: a suite's runs can span machines of different speeds (chain.log
+    names each run's), and a mean over them would be no machine's time."""
+    return ", ".join(f"s{s.seed} {s.wall_minutes:.1f}" for s in runs) if runs else "—"
 
 
 def _spread(runs: list[Score]) -> str:
@@ -377,14 +383,14 @@ def beside_sb3(args: argparse.Namespace, ours: list[Score], theirs: list[Score])
              f"{units(args.games)[0]} and seeds, "
              "on the same machine; wall minutes as each run measured them, which compare only where the runs had "
              "the machine alike: `chain.log` says when each ran):", "",
-             f"| game | {args.algo}: final (mean ± std over seeds, runs) | SB3 A2C: final | {args.algo} wall minutes "
-             "(mean) | SB3 A2C wall minutes (mean) | each seed, ours / SB3 |", "| --- | --- | --- | --- | --- | --- |"]
+             f"| game | {args.algo}: final (mean ± std over seeds, runs) | SB3 A2C: final | {args.algo} wall minutes, "
+             "each seed | SB3 A2C wall minutes, each seed | each seed, ours / SB3 |",
+             "| --- | --- | --- | --- | --- | --- |"]
     for game in args.games:
         a, b = [s for s in ours if s.game == game], [s for s in theirs if s.game == game]
-        wall = [fmt(statistics.mean(s.wall_minutes for s in r) if r else None) for r in (a, b)]
         seeds = ", ".join(f"s{seed} {fmt(next((s.final_mean for s in a if s.seed == seed), None))} / "
                           f"{fmt(next((s.final_mean for s in b if s.seed == seed), None))}" for seed in args.seeds)
-        lines.append(f"| {game} | {_spread(a)} | {_spread(b)} | {wall[0]} | {wall[1]} | {seeds} |")
+        lines.append(f"| {game} | {_spread(a)} | {_spread(b)} | {minutes(a)} | {minutes(b)} | {seeds} |")
     return lines
 
 
@@ -409,8 +415,8 @@ def write_report(args: argparse.Namespace) -> Path:
              f"run is its last weights over {max(s.episodes for s in scores)} {games} (`final_eval` in its "
              f"summary.json).{normalized}", "",
              "| game | runs scored | final score (mean ± std over seeds) | human-normalized (mean) | each seed's "
-             "final score | best periodic evaluation, mean over seeds (a curve point, not the score) | wall minutes "
-             "(mean) |", "| --- | --- | --- | --- | --- | --- | --- |"]
+             "final score | best periodic evaluation, mean over seeds (a curve point, not the score) | wall minutes, "
+             "each seed |", "| --- | --- | --- | --- | --- | --- | --- |"]
     lines += [game_row(g, [s for s in scores if s.game == g], len(args.seeds)) for g in args.games]
     lines += ["", "Protocol of each game, as its runs' summaries name it: " + "; ".join(protocols(scores)) + "."]
     theirs = read_scores(args, SB3)
