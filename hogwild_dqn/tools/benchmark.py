@@ -437,7 +437,8 @@ def write_report(args: argparse.Namespace) -> Path:
         missing = [g for g in args.games if g not in agg["games"]]
         lines += ["", f"**IQM of the games' mean human-normalized final scores: {agg['game_iqm']:.3f} (95% "
                   f"stratified-bootstrap CI {agg['game_low']:.3f} to {agg['game_high']:.3f})** over "
-                  f"{len(agg['games'])} games, each the mean of its {len(args.seeds)} seeds. Pooled over the "
+                  f"{len(agg['games'])} game{'s' * (len(agg['games']) != 1)}, each the mean of its "
+                  f"{len(args.seeds)} seeds. Pooled over the "
                   f"{len(agg['games']) * len(args.seeds)} runs: IQM of human-normalized final scores: "
                   f"{agg['iqm']:.3f} (95% stratified-bootstrap CI {agg['low']:.3f} to {agg['high']:.3f}); "
                   f"median {agg['median']:.3f}, mean {agg['mean']:.3f}; {args.reps:,} resamples."
