@@ -68,7 +68,8 @@ class RunningNorm(nn.Module):
     """Standardization by the running mean and variance of everything the workers have fed it (clipped to +-10,
     as SB3's VecNormalize). The statistics are buffers of the shared model, so the evaluator, checkpoints and
     play see the ones training used; the workers add to them (`update`) lock-free, like the weights: a batch
-    lost to a race is a batch fewer in the average."""
+    lost to a race is a batch fewer in the average (a worker descheduled inside its merge loses every batch the
+    others merged meanwhile: a loaded machine can lose a tenth of them)."""
 
     CLIP = 10.0
 
