@@ -147,6 +147,8 @@ def test_the_mujoco_suite_runs_sb3_a2c_beside_each_run_and_tables_both(tmp_path)
     """The continuous suite's shape on a short task: our run (the MuJoCo default, PPO), then SB3 A2C's with the
     same frames and seed, both ending with a final evaluation of the policy's mean, and the report's table of the
     two side by side."""
+    pytest.importorskip("mujoco", reason="MuJoCo is an optional extra: make install-mujoco (make test installs it)")
+    pytest.importorskip("stable_baselines3", reason="SB3 is an optional extra: make install-baselines (make test too)")
     done = benchmark("--suite", "mujoco", "--games", "InvertedPendulum-v5", "--seeds", 1, "--frames", 4000,
                      "--logdir", tmp_path, "--", "--eval-every", 2000, "--final-eval-episodes", 5)
     assert done.returncode == 0, done.stderr
