@@ -68,7 +68,7 @@ def test_resume_continues_frames_schedules_and_logs(tmp_path):
     assert after["frames"] >= 9000 and after["evals"][: len(before["evals"])] == before["evals"]
     assert after["evals"][-1]["frames"] == after["frames"] and after["wall_seconds"] > before["wall_seconds"]
     # the last line's rate is this session's, and says so: the run's total over this session's seconds misleads
-    assert f"{after['frames']} frames ({after['frames'] - before['frames']} of them in this session's" in again.stdout
+    assert f"{after['frames']} frames, {after['frames'] - before['frames']} trained in this session's" in again.stdout
     assert events_before < {p.name for p in run.glob("events.out.tfevents.*")}  # appended beside the old ones
     ckpt = torch.load(run / "checkpoint.pt", weights_only=True)
     assert ckpt["frames"] == after["frames"] and ckpt["target_epoch"] == after["frames"] // 1000
