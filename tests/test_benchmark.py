@@ -132,6 +132,11 @@ def test_the_iqm_of_the_games_means_and_the_pooled_one_from_the_a3c_suites_recor
     pooled, low, high = map(float, iqm_line(report).groups())
     assert pooled == pytest.approx(trim_mean([x for v in by_game.values() for x in v], 0.25), abs=1e-3)
     assert low <= pooled <= high and pooled != pytest.approx(game_iqm, abs=1e-3)
+    again = benchmark("--algo", "a3c", "--logdir", tmp_path / "none", "--record", records, "--out", tmp_path / "again",
+                      "--report-only", "--reps", "2000")  # the same records: the same intervals, to the digit
+    second = (tmp_path / "again" / "benchmark.md").read_text()
+    assert again.returncode == 0 and iqm_line(report).group(0) == iqm_line(second).group(0)
+    assert game_iqm_line(report).group(0) == game_iqm_line(second).group(0)
     for game in by_game:  # each seed's wall minutes as its run measured them, never a mean over machines
         row = next(line for line in report.splitlines() if line.startswith(f"| {game} |"))
         assert row.endswith(" | " + ", ".join(f"s{r['seed']} {r['wall_minutes']}" for r in rows if r["game"] == game)

@@ -279,11 +279,18 @@ def aggregate(scores: list[Score], seeds: list[int], reps: int) -> dict | None:
         return None
     matrix = np.array([[next(s.normalized for s in scores if s.game == g and s.seed == seed) for g in complete]
                        for seed in seeds])  # (runs, games), as rliable expects
-    point, interval = rly.get_interval_estimates(
-        {"run": matrix}, lambda x: np.array([metrics.aggregate_iqm(x.mean(axis=0)), metrics.aggregate_iqm(x)]),
-        reps=reps)
     taus = np.linspace(0.0, max(2.0, float(matrix.max()) * 1.05), 101)
-    profile, profile_ci = rly.create_performance_profile({"run": matrix}, taus)
+    # rliable 1.2 resamples from numpy's global generator (its random_state reaches arch, which its
+    # StratifiedBootstrap.update_indices bypasses): seeded here, the same records give the same intervals every time
+    state = np.random.get_state()
+    np.random.seed(0)
+    try:
+        point, interval = rly.get_interval_estimates(
+            {"run": matrix}, lambda x: np.array([metrics.aggregate_iqm(x.mean(axis=0)), metrics.aggregate_iqm(x)]),
+            reps=reps)
+        profile, profile_ci = rly.create_performance_profile({"run": matrix}, taus)
+    finally:
+        np.random.set_state(state)
     (game_iqm, iqm), (game_low, low), (game_high, high) = point["run"], interval["run"][0], interval["run"][1]
     return {"games": complete, "game_iqm": float(game_iqm), "game_low": float(game_low),
             "game_high": float(game_high), "iqm": float(iqm), "low": float(low), "high": float(high),
