@@ -37,7 +37,7 @@ from hogwild_dqn.console import STATUS, Console, finishing
 from hogwild_dqn.envs import env_spec
 from hogwild_dqn.evaluation import needs_confirmation, next_point, points_skipped, stop_reason
 from hogwild_dqn.faults import NonFinite
-from hogwild_dqn.rundir import cut_reason, no_prior, prepare_run_dir, result_line, scored
+from hogwild_dqn.rundir import cut_reason, done_line, no_prior, prepare_run_dir, result_line, scored
 
 REJOIN_SCAN_SECONDS = 2  # how often the driver looks for machines that joined or came back
 NO_MACHINE_SECONDS = 120  # with no machine left this long, the run stops
@@ -134,6 +134,7 @@ class Driver:
         # what every pool's workers start from: the session's frames (their random streams are keyed by them, so a
         # resumed run replays none of its first part's) and the learning-rate line the run had reached
         self.prior = {**no_prior(), "frames": start["frames"], "lr_start": start["lr_start"]}
+        self.wall0 = start["wall_seconds"]  # the earlier sessions' (the holder's summary adds this session's)
         self.pending_eval = None  # (result ref, weights ref, frames)
         self.holder_gone, self.solved = False, False
 
@@ -303,8 +304,7 @@ class Driver:
             return 1
         if status != 0:
             print(f"train.py: {reason}", file=sys.stderr)
-        print(f"{reason}: {summary['frames']} frames in {summary['wall_seconds']:.0f}s "
-              f"({summary['frames_per_second']:.0f} frames/s) on {len(self.names)} machines, "
+        print(f"{reason}: {done_line(summary, self.prior['frames'], self.wall0)} on {len(self.names)} machines, "
               f"{result_line(summary)}, run dir {self.run_dir}")
         return status
 

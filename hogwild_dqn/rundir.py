@@ -122,6 +122,17 @@ def result_line(summary: dict) -> str:
     return f"{final_line(summary['final_eval'])}, best periodic eval {'none' if best is None else format(best, 'g')}"
 
 
+def done_line(summary: dict, prior_frames: int, prior_seconds: float) -> str:
+    """The frames and seconds of a run as its last line says them, with its rate: the rate is this session's
+    (summary.json's frames_per_second), so a resumed run's line says which frames and seconds were this session's,
+    not the run's total beside them (which read as a rate several times too high)."""
+    seconds, rate = summary["wall_seconds"] - prior_seconds, f"({summary['frames_per_second']:.0f} frames/s)"
+    if not prior_frames:
+        return f"{summary['frames']} frames in {seconds:.0f}s {rate}"
+    trained = summary.get("frames_trained", summary["frames"])
+    return f"{summary['frames']} frames, {trained - prior_frames} trained in this session's {seconds:.0f}s {rate}"
+
+
 def is_periodic(e: dict) -> bool:
     """A periodic evaluation (--eval-episodes games, a curve point): neither a final evaluation nor the
     confirmation of a --stop-return."""

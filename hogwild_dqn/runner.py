@@ -23,6 +23,7 @@ from hogwild_dqn.rundir import (
     Run,
     confirmed,
     cut_reason,
+    done_line,
     final_eval,
     make_summary,
     no_prior,
@@ -88,11 +89,7 @@ def run(cfg: Config, resume: str | None = None) -> int:
                            "hparam/frames_per_second": summary["frames_per_second"]})
     writer.close()
     stop_resource_tracker()
-    seconds = summary["wall_seconds"] - prior["wall_seconds"]
-    # a resumed run's rate is its last session's: say so, or the run's total frames read as done in that time
-    done = f"{frames} frames in {seconds:.0f}s" if not prior["frames"] else \
-        f"{frames} frames, {trained - prior['frames']} trained in this session's {seconds:.0f}s"
-    print(f"{reason}: {done} ({summary['frames_per_second']:.0f} frames/s), {result_line(summary)}, "
+    print(f"{reason}: {done_line(summary, prior['frames'], prior['wall_seconds'])}, {result_line(summary)}, "
           f"run dir {run_dir}")
     return status
 

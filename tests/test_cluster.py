@@ -145,6 +145,9 @@ def test_holder_lost_stops_cleanly_and_resume_continues(cluster, tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     s = read_summary(run)
     assert s["frames"] >= more and s["evals"][0]["frames"] <= ckpt["frames"]  # the earlier evaluations are kept
+    # the last line's rate is this session's, and says so, as a single machine's does
+    trained = s.get("frames_trained", s["frames"])
+    assert f"{s['frames']} frames, {trained - ckpt['frames']} trained in this session's" in r.stdout, r.stdout[-2000:]
     # the learning rate goes on from where the first session's line stood, never above it (the pools used to
     # restart the line, and their random streams, from the run's start)
     lr, f0 = ckpt["config"]["lr"], ckpt["frames"]
