@@ -79,3 +79,7 @@ $PY -m hogwild_dqn.tools.curves --x frames --by seed --title "BeamRider, seed 1:
   --out docs/ppo_lr_beamrider_frames.png docs/benchmark-ppo/records/BeamRider-ppo-s1.json="PPO, the default: annealed (3ffa1db)," \
   docs/screens/ppo-lr-const/BeamRider-ppo-s1.json="PPO, constant (86e9b44)," \
   docs/benchmark/records/BeamRider-a3c-s1.json="A3C,"
+$PY -m hogwild_dqn.tools.curves --x frames --by seed --title "BeamRider, seed 1: PPO with FIRE reset or without, and A3C" \
+  --out docs/ppo_fire_beamrider_frames.png docs/benchmark-ppo/records/BeamRider-ppo-s1.json="PPO, FIRE reset (3ffa1db)," \
+  docs/screens/ppo-nofire/BeamRider-ppo-s1.json="PPO, no FIRE reset (6ab7ddc)," \
+  docs/benchmark/records/BeamRider-a3c-s1.json="A3C, no FIRE reset,"
