@@ -19,7 +19,8 @@ from hogwild_dqn.config import Config
 from hogwild_dqn.envs import EnvSpec
 from hogwild_dqn.evaluation import Recorder, best_episode_gif, confirmation, evaluation_player, play_games
 from hogwild_dqn.faults import NonFinite
-from hogwild_dqn.networks import RunningNorm, network_for, running_norms
+from hogwild_dqn.networks import network_for
+from hogwild_dqn.normalizers import RunningNorm, running_norms
 from hogwild_dqn.processes import Processes
 from hogwild_dqn.rundir import Run, confirmed, make_summary
 from hogwild_dqn.shared import STOP, all_finite, new_shared_state, sync_local, target_epoch_due

@@ -14,6 +14,7 @@ from pathlib import Path
 import yaml
 
 from hogwild_dqn.algorithms import ALGORITHMS, unable
+from hogwild_dqn.precision import PRECISIONS, describe
 
 # The presets: a checkout's configs/ (where users read and copy them); an installed package carries a copy.
 _PACKAGED = files("hogwild_dqn") / "configs"
@@ -107,6 +108,10 @@ class Config:
     value_clip: bool = _f(True, "ppo: clip the value's change from the behaviour weights' (PPO2's value loss)")
     value_normalize: bool = _f(False, "ppo: the value head learns returns standardized by the running mean and "
                                       "deviation of all workers' returns (Sample Factory's normalize_returns)")
+    learner_precision: str = _f("auto", "ppo: the updates' convolutions and matrix products in bf16 (autocast: "
+                                        "float32 weights, gradients and Adam moments) or fp32; auto: bf16 on "
+                                        "pixels where the CPU multiplies bf16 natively (AVX512_BF16 or AMX), "
+                                        "else fp32")
     # value-based methods
     target_update: int = _f(40_000, "global frames between target-network copies")
     eps_start: float = _f(1.0, "initial exploration epsilon")
@@ -198,6 +203,9 @@ class Config:
             raise ConfigError(f"--torso {self.torso!r} is unknown; choose one of {', '.join(CONVOLUTIONS)}")
         if self.init not in INITS:
             raise ConfigError(f"--init {self.init!r} is unknown; choose one of {', '.join(INITS)}")
+        if self.learner_precision not in PRECISIONS:
+            raise ConfigError(f"--learner-precision {self.learner_precision!r} is unknown; choose one of "
+                              f"{', '.join(PRECISIONS)}")
         if self.cluster and self.cluster != "auto" and not re.fullmatch(r"[\w.\-]+:\d{1,5}|\[[0-9a-fA-F:]+\]:\d{1,5}",
                                                                       self.cluster):
             raise ConfigError(f"--cluster must be auto or the Ray head's host:port, got {self.cluster!r}")
@@ -268,6 +276,10 @@ class Config:
 
     def resolved_threads(self) -> int:
         return self.threads or (os.cpu_count() or 1)
+
+    def update_precision(self) -> str:
+        """PPO's updates' arithmetic on this machine: bf16 (amx_bf16), fp32, ... (precision.py)."""
+        return describe(self.learner_precision, game_kind(self.game, self.net).startswith("atari"))
 
     def variant(self) -> str:
         return variant(self.algo, self.net, self.obs_normalize, self.value_normalize)
@@ -459,8 +471,9 @@ def start_line(cfg: Config, source: Path) -> str:
         shown = source
     eps = f" eps {cfg.rms_eps:g}" if cfg.optimizer == "rmsprop" else f" eps {cfg.adam_eps:g}"
     games = f"{cfg.envs_per_worker} game{'s' if cfg.envs_per_worker > 1 else ''}"
+    updates = f", updates in {cfg.update_precision()}" if ALGORITHMS[cfg.algo].minibatches else ""
     return (f"{shown}: {cfg.variant()} on {cfg.game}, {cfg.resolved_threads()} workers x {games}, "
-            f"{cfg.optimizer} lr {cfg.lr:g}{eps}, {cfg.frames:,} frames, seed {cfg.seed}")
+            f"{cfg.optimizer} lr {cfg.lr:g}{eps}{updates}, {cfg.frames:,} frames, seed {cfg.seed}")
 
 
 def save(cfg: Config, path: Path) -> None:

@@ -12,6 +12,7 @@ from torch import nn
 
 from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.config import CONVOLUTIONS
+from hogwild_dqn.normalizers import ObsNorm, ValueNorm
 
 
 class AtariTorso(nn.Module):
@@ -33,121 +34,88 @@ class AtariTorso(nn.Module):
         for filters, kernel, stride in CONVOLUTIONS[convolutions]:
             layers += [nn.Conv2d(channels, filters, kernel, stride=stride), nn.ReLU()]
             channels = filters
-        self.conv = nn.Sequential(*layers)
+        # the last ReLU is the fc's first step (`_fc`): the same modules, and parameter names, as before
+        self.conv = nn.Sequential(*layers[:-1])
         with torch.no_grad():
             n = self.conv(torch.zeros(1, c, h, w)).numel()
         # channels-last convolutions: oneDNN's kernels for this layout are faster on a CPU, above all the
         # backward pass (docs/speed.md); the checkpoint format is unchanged
         self.conv.to(memory_format=torch.channels_last)
         self.fc = nn.Sequential(nn.Flatten(), nn.Linear(n, hidden), nn.ReLU())
+        stride, kernel = self.conv[0].stride[0], self.conv[0].kernel_size[0]
+        self.blocks_fit = kernel % stride == 0 and h % stride == 0 and w % stride == 0  # inputs(blocks=True)
 
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+    def _fc(self, z: torch.Tensor) -> torch.Tensor:
+        """The last convolution's output `z` (channels-last) -> features. Put in the fc's (C, H, W) order before
+        its ReLU, not after (Flatten's copy, as before): the ReLU's backward then meets one layout, where a mixed
+        one took torch's strided path, 5x slower (docs/speed.md)."""
+        return self.fc(torch.relu(z.contiguous()))
+
+    def inputs(self, obs: torch.Tensor, blocks: bool = False) -> torch.Tensor:
+        """The frames as conv1 reads them (float32, channels-last): `forward(inputs(obs), prepared=True)` is
+        `forward(obs)`. A learner that passes over the same frames several times prepares them once.
+
+        With `blocks` (where conv1's kernel is a multiple of its stride, as in both torsos), each stride x stride
+        block of pixels becomes channels (space-to-depth), which conv1 reads as the same convolution with stride
+        1: the same sums in another order. In bfloat16 this runs 3x faster (oneDNN's kernels waste most of a
+        tile on 4 input channels); in float32 it is slower (docs/speed.md)."""
         x = obs.contiguous(memory_format=torch.channels_last)  # the layout change on bytes, not floats
         if self.norm is not None:  # --obs-normalize: each pixel by its running mean and deviation
-            return self.fc(self.conv(self.norm(x)))
-        x = x.float()
+            x = self.norm(x)
+        elif not self.standardize:
+            x = x.float() * (1.0 / 255.0)
+        else:
+            x = x.float()
+            mean, a = self._frame_statistics(x)
+            x = (x - mean.view(-1, 1, 1, 1)) * a.view(-1, 1, 1, 1)
+        if not (blocks and self.blocks_fit):
+            return x
+        return _space_to_depth(x, self.conv[0].stride[0]).contiguous(memory_format=torch.channels_last)
+
+    def forward(self, obs: torch.Tensor, prepared: bool = False) -> torch.Tensor:
+        """Features of uint8 frames, or of `inputs(frames)` (with or without blocks) when `prepared`."""
         conv1 = self.conv[0]
-        if not self.standardize:
-            return self.fc(self.conv(x * (1.0 / 255.0)))
+        if prepared and obs.shape[1] != conv1.in_channels:  # inputs(frames, blocks=True)
+            stride = conv1.stride[0]
+            z = nn.functional.conv2d(obs, _blocked(conv1.weight, stride), conv1.bias)
+            return self._fc(self.conv[1:](z))
+        if prepared or not self.standardize or self.norm is not None:
+            return self._fc(self.conv(obs if prepared else self.inputs(obs)))
         # conv1(a * (x - m)) = a * conv1_w(x) - a * m * sum(w) + bias for each observation's scalars m (its mean)
-        # and a (1 / (std + 2.55): pixels/255 standardized with 0.01 added to the std): the standardization is
-        # applied to conv1's output, 4x smaller than the frames, rather than to every pixel
+        # and a: the standardization is applied to conv1's output, 4x smaller than the frames, rather than to
+        # every pixel
+        x = obs.contiguous(memory_format=torch.channels_last).float()
+        mean, a = self._frame_statistics(x)
+        z = nn.functional.conv2d(x, conv1.weight, None, conv1.stride)
+        w_sum = conv1.weight.sum((1, 2, 3)).view(1, -1, 1, 1)
+        shift = conv1.bias.view(1, -1, 1, 1) - (a * mean).view(-1, 1, 1, 1) * w_sum
+        return self._fc(self.conv[1:](torch.addcmul(shift, z, a.view(-1, 1, 1, 1))))
+
+    @staticmethod
+    def _frame_statistics(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each channels-last frame's mean m and a = 1 / (std + 2.55): pixels/255 standardized with 0.01 added to
+        the std is (x - m) * a."""
         rows = x.shape[0]
         flat = x.permute(0, 2, 3, 1).reshape(rows, 1, -1)  # a view: x is channels-last
         size = flat.shape[-1]
         mean = flat.sum(-1).view(rows) / size
         mean_sq = torch.bmm(flat, flat.transpose(1, 2)).view(rows) / size
-        a = 1.0 / ((mean_sq - mean * mean).clamp_(min=0).sqrt_() + 2.55)
-        z = nn.functional.conv2d(x, conv1.weight, None, conv1.stride)
-        w_sum = conv1.weight.sum((1, 2, 3)).view(1, -1, 1, 1)
-        shift = conv1.bias.view(1, -1, 1, 1) - (a * mean).view(-1, 1, 1, 1) * w_sum
-        return self.fc(self.conv[1:](torch.addcmul(shift, z, a.view(-1, 1, 1, 1))))
+        return mean, 1.0 / ((mean_sq - mean * mean).clamp_(min=0).sqrt_() + 2.55)
 
 
-class RunningNorm(nn.Module):
-    """Standardization by the running mean and variance of everything the workers have fed it (clipped to +-10,
-    as SB3's VecNormalize). The statistics are buffers of the shared model, so the evaluator, checkpoints and
-    play see the ones training used; the workers add to them (`update`) lock-free, like the weights: a batch
-    lost to a race is a batch fewer in the average (a worker descheduled inside its merge loses every batch the
-    others merged meanwhile: a loaded machine can lose a tenth of them)."""
-
-    CLIP = 10.0
-
-    def __init__(self, shape: tuple):
-        super().__init__()
-        self.register_buffer("count", torch.zeros((), dtype=torch.float64))
-        self.register_buffer("mean", torch.zeros(shape, dtype=torch.float64))
-        self.register_buffer("var", torch.ones(shape, dtype=torch.float64))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """x standardized in float32, in x's memory layout (channels-last frames stay so). The statistics stay
-        float64; the pixels are not (in float64 this cost more than the rest of a worker: docs/speed.md)."""
-        scale = torch.rsqrt(self.var + 1e-8)
-        shift = (-self.mean * scale).float()
-        out = x.to(torch.float32, copy=True)  # a copy: the in-place steps below must not write into x
-        return out.mul_(scale.float()).add_(shift).clamp_(-self.CLIP, self.CLIP)
-
-    def denormalize(self, z: torch.Tensor) -> torch.Tensor:
-        """The inverse of forward (within the clip): z * std + mean, in float32."""
-        return (z.double() * torch.sqrt(self.var + 1e-8) + self.mean).float()
-
-    @torch.no_grad()
-    def update(self, batch: torch.Tensor) -> None:
-        """Fold a batch (rows, *shape) into the statistics (Chan et al.'s parallel merge).
-
-        The batch's sums are taken over chunks of rows that stay in the cache (a rollout of frames is 1,024 rows
-        of 28k pixels, whose float copy in one piece does not: docs/speed.md), of deviations from a copy of the
-        current mean (no cancellation in the sum of squares); frames in float32, whose deviations are within
-        +-255, vectors in float64. The read-merge-write runs on numpy views of the buffers, where another
-        worker's update in between would lose one of the two batches (torch's small-tensor calls made that
-        window longer)."""
-        work = torch.float32 if batch.dtype == torch.uint8 else torch.float64
-        rows = batch.reshape(len(batch), -1)
-        ref = self.mean.flatten().to(work, copy=True)  # the shared mean may change while the chunks are summed
-        s = torch.zeros(rows.shape[1], dtype=torch.float64)
-        sq = torch.zeros_like(s)
-        for chunk in rows.split(max(16, 2**18 // rows.shape[1])):  # 16 rows of frames; scalars in one piece
-            d = chunk.to(work) - ref
-            s += d.sum(0)
-            sq += d.square_().sum(0)
-        n = rows.shape[0]
-        shift = (s / n).view(self.mean.shape)
-        m = (ref.double().view(self.mean.shape) + shift).numpy()
-        v = (sq.view(self.mean.shape) / n - shift * shift).clamp_(min=0).numpy()
-        count_buf, mean_buf, var_buf = self.count.numpy(), self.mean.numpy(), self.var.numpy()
-        count, mean, var = float(count_buf), mean_buf.copy(), var_buf.copy()  # one read of each
-        total = count + n
-        delta = m - mean
-        mean_buf[...] = mean + delta * (n / total)
-        var_buf[...] = (var * count + v * n + delta ** 2 * (count * n / total)) / total
-        count_buf[...] = total
+def _space_to_depth(x: torch.Tensor, s: int) -> torch.Tensor:
+    """(rows, C, H, W) -> (rows, C * s * s, H / s, W / s): each s x s block of pixels as channels c * s * s +
+    dy * s + dx."""
+    rows, c, h, w = x.shape
+    return x.reshape(rows, c, h // s, s, w // s, s).permute(0, 1, 3, 5, 2, 4).reshape(rows, c * s * s, h // s, w // s)
 
 
-class ObsNorm(RunningNorm):
-    """--obs-normalize: observations (vectors, or Atari frames pixel by pixel, as Sample Factory's
-    normalize_input) standardized by the running statistics of every observation the workers have seen."""
-
-
-class ValueNorm(RunningNorm):
-    """--value-normalize: the returns the value head learns, standardized by the running statistics of every
-    return the workers have computed (Sample Factory's normalize_returns, rl_games' value normalization); the
-    head's outputs are on that scale, and are scaled back (`denormalize`) for the advantages. A module of the
-    network (`value_norm`), saved with the weights."""
-
-
-def value_norm(net: nn.Module) -> ValueNorm | None:
-    """The network's return statistics, if its value head learns standardized returns."""
-    return getattr(net, "value_norm", None)
-
-
-def running_norms(net: nn.Module) -> list[RunningNorm]:
-    """Every running statistics module of the network (--obs-normalize, --value-normalize), in a fixed order."""
-    return [m for m in net.modules() if isinstance(m, RunningNorm)]
-
-
-def obs_norm(net: nn.Module) -> ObsNorm | None:
-    """The network's observation statistics, if it normalizes its inputs."""
-    return next((m for m in net.modules() if isinstance(m, ObsNorm)), None)
+def _blocked(weight: torch.Tensor, s: int) -> torch.Tensor:
+    """A (out, C, k, k) kernel of stride s as the (out, C * s * s, k / s, k / s) kernel of stride 1 that reads
+    _space_to_depth(x, s) (the same channel order)."""
+    out, c, k, _ = weight.shape
+    return (weight.reshape(out, c, k // s, s, k // s, s).permute(0, 1, 3, 5, 2, 4)
+            .reshape(out, c * s * s, k // s, k // s))
 
 
 class MLPTorso(nn.Module):
@@ -163,8 +131,12 @@ class MLPTorso(nn.Module):
         self.body = nn.Sequential(*mods)
         self.norm = norm
 
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.body(obs.float() if self.norm is None else self.norm(obs))
+    def inputs(self, obs: torch.Tensor, blocks: bool = False) -> torch.Tensor:
+        """The observations as the first layer reads them (float32); `blocks` is the Atari torso's."""
+        return obs.float() if self.norm is None else self.norm(obs)
+
+    def forward(self, obs: torch.Tensor, prepared: bool = False) -> torch.Tensor:
+        return self.body(obs if prepared else self.inputs(obs))
 
 
 class QNet(nn.Module):
@@ -233,10 +205,19 @@ class ActorCritic(nn.Module):
         self.torso, self.value_torso = torso, value_torso
         self.pi, self.v = pi, nn.Linear(hidden, 1)
 
-    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        x = self.torso(obs)
-        xv = x if self.value_torso is None else self.value_torso(obs)
-        return self.pi(x), self.v(xv).squeeze(-1)
+    def inputs(self, obs: torch.Tensor, blocks: bool = False) -> torch.Tensor:
+        """The observations as the torsos' first layers read them (both torsos alike: one ObsNorm or none)."""
+        return self.torso.inputs(obs, blocks)
+
+    def forward(self, obs: torch.Tensor, prepared: bool = False,
+                bf16: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """(policy, value) of observations, or of `inputs(observations)` when `prepared`. With `bf16` the torsos'
+        convolutions and matrix products run in bfloat16 (autocast: the weights stay float32), the heads in
+        float32, so that the log-probabilities, the ratio and the value's error keep float32's precision."""
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            x = self.torso(obs, prepared)
+            xv = x if self.value_torso is None else self.value_torso(obs, prepared)
+        return self.pi(x.float()), self.v(xv.float()).squeeze(-1)
 
 
 class RecurrentActorCritic(nn.Module):

@@ -20,7 +20,8 @@ from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.algorithms.a3c import log_prob_entropy
 from hogwild_dqn.algorithms.ppo import Minibatch
 from hogwild_dqn.algorithms.returns import gae
-from hogwild_dqn.networks import obs_norm, value_norm
+from hogwild_dqn.normalizers import obs_norm, value_norm
+from hogwild_dqn.precision import learner_bf16
 from hogwild_dqn.rundir import Run
 from hogwild_dqn.shared import STOP, SharedState
 
@@ -46,6 +47,8 @@ class PPO:
         for k, env in enumerate(worker.envs):
             self.current[k] = torch.as_tensor(env.reset()[0])  # make_env seeded it
         self.seconds = {"env": 0.0, "act": 0.0, "learn": 0.0}
+        self.bf16 = learner_bf16(cfg.learner_precision, spec.is_atari)
+        self.inputs = self.batch = None  # the rollout's inputs as the first layer reads them, a minibatch's
 
     def step(self) -> None:
         """One rollout, its advantages, its epochs; then the frames are counted and metrics logged."""
@@ -103,22 +106,50 @@ class PPO:
             self.next_values[list(games), list(steps)] = self.local(torch.stack(last))[1]
         self.seconds["act"], self.seconds["env"] = act_s + time.perf_counter() - t0, env_s
 
+    def prepare(self) -> torch.Tensor:
+        """The rollout's observations as the torso's first layer reads them (normalized, channels-last; bf16 and
+        in blocks with --learner-precision's bf16: networks.AtariTorso.inputs), computed once for all epochs
+        rather than in every minibatch's forward, in chunks that stay in the cache, into a buffer kept from one
+        rollout to the next. The local copy is synced first: its statistics have this rollout's frames in, as
+        every minibatch's sync had them."""
+        self.sync()
+        obs = self.obs.flatten(0, 1)
+        with torch.no_grad():
+            for start in range(0, len(obs), 64):
+                x = self.local.inputs(obs[start:start + 64], blocks=self.bf16)
+                if self.inputs is None:
+                    layout = torch.channels_last if x.dim() == 4 else torch.contiguous_format
+                    dtype = torch.bfloat16 if self.bf16 else torch.float32
+                    self.inputs = torch.empty((len(obs), *x.shape[1:]), dtype=dtype, memory_format=layout)
+                    self.batch = torch.empty_like(_in_memory_order(self.inputs))
+                self.inputs[start:start + len(x)] = x
+        return self.inputs
+
+    def minibatch_inputs(self, rows: torch.Tensor) -> torch.Tensor:
+        """The prepared inputs of `rows`, gathered row by row in memory order into a buffer kept for every
+        minibatch (indexing the channels-last tensor itself took torch's strided path, ~10x slower)."""
+        out = self.batch[:len(rows)]
+        torch.index_select(_in_memory_order(self.inputs), 0, rows, out=out)
+        return out.permute(0, 3, 1, 2) if self.inputs.dim() == 4 else out
+
     def learn(self, advantages: torch.Tensor, returns: torch.Tensor, version: int) -> None:
         """--ppo-epochs passes over the rollout in --ppo-minibatches shuffled minibatches, each: sync, its loss
         on the local copy, its gradient into the shared model. `returns` are the value's targets, on the head's
         scale (standardized with --value-normalize), as are the behaviour values the value clip starts from."""
         w, cfg = self.w, self.w.cfg
         n = self.rewards.numel()
-        flat = (self.obs.flatten(0, 1), self.actions.flatten(0, 1), self.log_probs.flatten(), self.values.flatten(),
-                advantages.flatten(), returns.flatten())
+        self.prepare()
+        flat = (self.actions.flatten(0, 1), self.log_probs.flatten(), self.values.flatten(), advantages.flatten(),
+                returns.flatten())
         for _ in range(cfg.ppo_epochs):
             for rows in np.array_split(w.rng.permutation(n), cfg.ppo_minibatches):
                 if w.shared.is_set(STOP):  # the rest of the epochs would delay the run's end by seconds
                     return
                 rows = torch.from_numpy(rows)
-                obs, actions, log_probs, values, adv, returns = (x[rows] for x in flat)
+                actions, log_probs, values, adv, returns = (x[rows] for x in flat)
+                inputs = self.minibatch_inputs(rows)
                 self.sync()
-                out = self.local(obs)
+                out = self.local(inputs, prepared=True, bf16=self.bf16)
                 loss, info = self.loss_fn(out, Minibatch(actions, log_probs, values, adv, returns), clip=cfg.ppo_clip,
                                           value_coef=cfg.value_coef, entropy_beta=cfg.entropy_beta,
                                           clip_value=cfg.value_clip)
@@ -129,6 +160,11 @@ class PPO:
     def phases(self) -> dict:
         """The last rollout's seconds in each phase (perf/)."""
         return {metrics.PHASE_SECONDS.format(phase=k): v for k, v in self.seconds.items()}
+
+
+def _in_memory_order(x: torch.Tensor) -> torch.Tensor:
+    """A channels-last batch as the (rows, H, W, C) view its memory holds; other tensors as they are."""
+    return x.permute(0, 2, 3, 1) if x.dim() == 4 else x
 
 
 def run_ppo_worker(rank: int, restart: int, run: Run, shared: SharedState) -> None:

@@ -11,6 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.config import Config, ConfigError
 
 
@@ -165,6 +166,7 @@ def make_summary(run: Run, reason: str, frames: int, evals: list, trained: int |
     return {
         "game": run.cfg.game, "algo": run.cfg.algo, "threads": run.threads, "seed": run.cfg.seed, "status": reason,
         "protocol": getattr(run.spec, "protocol", run.cfg.game),  # the env as named with its scores
+        **({"update_precision": run.cfg.update_precision()} if ALGORITHMS[run.cfg.algo].minibatches else {}),
         "frames": frames, "wall_seconds": round(prior["wall_seconds"] + wall, 2),
         "frames_per_second": round((trained - prior["frames"]) / max(wall, 1e-9), 1),  # this session's
         **({"frames_trained": trained} if trained != frames else {}),

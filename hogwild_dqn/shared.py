@@ -3,7 +3,7 @@
 What is shared between processes (all in shared memory, handed to children at spawn):
 - `model`: the one network every worker learns into. Updated lock-free (Hogwild): workers write their
   optimizer steps concurrently without any lock; torn reads/writes are part of the algorithm's design. Its
-  buffers, the running statistics of --obs-normalize and --value-normalize (networks.RunningNorm), are
+  buffers, the running statistics of --obs-normalize and --value-normalize (normalizers.RunningNorm), are
   written the same way: each worker folds its rollout in.
 - `target`: the value-based methods' target network (None for A3C). Copied from `model` by worker 0 alone
   when global frames enter a new `target_update` interval (`target_epoch`: the interval last copied); intervals

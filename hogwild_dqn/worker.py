@@ -15,7 +15,8 @@ from hogwild_dqn.acting import act_many, sample
 from hogwild_dqn.actor_learner import ActorLearner
 from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.algorithms.returns import Segment
-from hogwild_dqn.networks import is_recurrent, obs_norm
+from hogwild_dqn.networks import is_recurrent
+from hogwild_dqn.normalizers import obs_norm
 from hogwild_dqn.rundir import Run
 from hogwild_dqn.shared import SharedState
 

@@ -30,6 +30,7 @@ BAD = [
     (["--net", "gru"], "--net 'gru' is unknown; choose one of ff, lstm"),
     (["--torso", "resnet"], "--torso 'resnet' is unknown; choose one of paper, nature"),
     (["--init", "xavier"], "--init 'xavier' is unknown; choose one of torch, orthogonal"),
+    (["--learner-precision", "fp16"], "--learner-precision 'fp16' is unknown; choose one of auto, bf16, fp32"),
     (["--algo", "nq", "--net", "lstm"], "--net lstm needs a3c; --algo nq trains ff networks only"),
     (["--algo", "dqn", "--net", "lstm"], "--net lstm needs a3c; --algo dqn trains ff networks only"),
     (["--algo", "q1", "--game", "Pendulum-v1"], "--game 'Pendulum-v1' has continuous (Box) actions; --algo q1 "

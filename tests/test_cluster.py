@@ -226,7 +226,7 @@ def test_running_statistics_travel_as_sums_that_add_across_machines():
     import torch
 
     from hogwild_dqn.cluster_actors import moments, set_moments
-    from hogwild_dqn.networks import ObsNorm
+    from hogwild_dqn.normalizers import ObsNorm
 
     g = torch.Generator().manual_seed(0)
     seen_before = torch.randn(30, 3, generator=g) * 2 + 1

@@ -11,17 +11,8 @@ import torch
 
 from hogwild_dqn.config import Config
 from hogwild_dqn.envs import env_spec
-from hogwild_dqn.networks import (
-    AtariTorso,
-    GaussianHead,
-    ObsNorm,
-    RecurrentActorCritic,
-    ValueNorm,
-    is_recurrent,
-    network_for,
-    obs_norm,
-    value_norm,
-)
+from hogwild_dqn.networks import AtariTorso, GaussianHead, RecurrentActorCritic, is_recurrent, network_for
+from hogwild_dqn.normalizers import ObsNorm, ValueNorm, obs_norm, value_norm
 
 
 def _frames() -> torch.Tensor:
@@ -100,7 +91,7 @@ def test_obs_normalize_standardizes_atari_frames_pixel_by_pixel():
     norm.update(frames)  # what a worker does with its rollout's observations
     expected = (frames.double() - frames.double().mean(0)) / torch.sqrt(frames.double().var(0, unbiased=False) + 1e-8)
     conv = net.torso.conv
-    want = net.torso.fc(conv(expected.clamp(-10, 10).float()))
+    want = net.torso.fc(torch.relu(conv(expected.clamp(-10, 10).float())))
     assert torch.allclose(net.torso(frames), want, atol=1e-5)
     brighter = frames.clone()
     brighter[0] = frames[0] + 60  # unlike --obs-standardize, a frame's brightness is seen against the statistics
@@ -313,7 +304,7 @@ def test_value_normalize_adds_return_statistics_that_scale_back_and_no_weights()
 
 
 def test_frames_statistics_are_those_of_every_pixel_to_float32_precision():
-    """Frames' batch sums are taken in float32 chunks (networks.RunningNorm.update): the same statistics as
+    """Frames' batch sums are taken in float32 chunks (normalizers.RunningNorm.update): the same statistics as
     float64 over the whole batch, folded in over several batches."""
     norm = ObsNorm((2, 3, 3))
     g = torch.Generator().manual_seed(1)
@@ -324,3 +315,34 @@ def test_frames_statistics_are_those_of_every_pixel_to_float32_precision():
     every = torch.cat(batches).double()
     torch.testing.assert_close(norm.mean, every.mean(0), rtol=0, atol=1e-4)
     torch.testing.assert_close(norm.var, every.var(0, unbiased=False), rtol=1e-6, atol=1e-3)
+
+
+@pytest.mark.parametrize("flags", [dict(obs_normalize=True), dict(obs_standardize=True), dict(),
+                                   dict(obs_normalize=True, torso="nature", hidden=512)])
+@pytest.mark.parametrize("blocks", [False, True])
+def test_prepared_inputs_give_the_forward_of_the_frames(flags, blocks):
+    """What PPO's learner does (its rollout's inputs prepared once, in blocks or not) gives the network's forward
+    of the uint8 frames, to float32's rounding: the same convolution, its sums in another order."""
+    cfg = dataclasses.replace(Config(game="Breakout", algo="ppo", init="orthogonal"), **flags)
+    net = network_for(cfg, SimpleNamespace(obs_shape=(4, 84, 84), n_actions=4))
+    frames = torch.cat([_frames(), _frames().flip(0) // 2])
+    if obs_norm(net) is not None:
+        obs_norm(net).update(frames)
+    x = net.inputs(frames, blocks)
+    assert x.is_contiguous(memory_format=torch.channels_last) and x.shape[1] == (64 if blocks else 4)
+    with torch.no_grad():
+        for want, got in zip(net(frames), net(x, prepared=True), strict=True):
+            assert torch.allclose(want, got, rtol=1e-4, atol=1e-5)
+
+
+def test_obs_norm_of_channels_last_frames_is_that_of_the_same_frames_contiguous():
+    """The channels-last path (the statistics put in the frames' memory order) computes what the plain one does."""
+    norm = ObsNorm((4, 84, 84))
+    frames = _frames()
+    norm.update(frames)
+    norm.var[0, 0, 0] = 0.0  # a pixel that never varied: its deviations are clipped
+    channels_last = norm(frames.contiguous(memory_format=torch.channels_last))
+    assert channels_last.is_contiguous(memory_format=torch.channels_last)
+    assert torch.equal(channels_last, norm(frames))
+    want = ((frames.double() - norm.mean) / torch.sqrt(norm.var + 1e-8)).clamp(-10, 10)
+    assert torch.allclose(channels_last.double(), want, atol=1e-5)
