@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from pathlib import Path
 
 import torch
 
-from hogwild_dqn.config import ConfigError, first_line
+from hogwild_dqn.config import ConfigError
+from hogwild_dqn.files import atomic_bytes, atomic_write
 from hogwild_dqn.schedules import resumed_lr
 from hogwild_dqn.version import __version__, versions
 from hogwild_dqn.version import commit as code_commit
@@ -20,41 +19,15 @@ from hogwild_dqn.version import commit as code_commit
 FORMAT = 2
 
 
-class WriteFailed(RuntimeError):
-    """A file of the run could not be written (a full disk, a file-size limit, a read-only dir); the message is
-    one line naming the file and the cause, and says that the file as it was is kept."""
-
-
 def atomic_save(obj, path: Path) -> None:
-    """Write to a temporary file in the same dir, fsync, then rename: a kill mid-write, or a write that fails,
-    keeps the old file (a failure raises WriteFailed)."""
+    """torch.save through files.atomic_write: a kill mid-write, or a write that fails, keeps the old file (a
+    failure raises WriteFailed)."""
     atomic_write(path, lambda f: torch.save(obj, f))
 
 
 def atomic_json(obj, path: Path) -> None:
     """A JSON file of the run (summary.json), written as atomic_save writes a checkpoint."""
-    atomic_write(path, lambda f: f.write(json.dumps(obj, indent=2).encode()))
-
-
-def atomic_write(path: Path, write) -> None:
-    """atomic_save's temporary file, fsync and rename around `write(binary file)`."""
-    path, tmp = Path(path), None
-    try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except OSError as e:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
-        kept = f"{path.name} is left as it was" if path.exists() else f"no {path.name} was written"
-        raise WriteFailed(f"cannot write {path}: {e.strerror or first_line(e)}; {kept}") from None
-    except BaseException:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_bytes(json.dumps(obj, indent=2).encode(), path)
 
 
 def checkpoint_state(model, target, cfg, spec, progress: dict) -> dict:

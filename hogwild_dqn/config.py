@@ -14,6 +14,7 @@ from pathlib import Path
 import yaml
 
 from hogwild_dqn.algorithms import ALGORITHMS, unable
+from hogwild_dqn.files import atomic_bytes
 from hogwild_dqn.precision import PRECISIONS, describe
 
 # The presets: a checkout's configs/ (where users read and copy them); an installed package carries a copy.
@@ -168,12 +169,15 @@ class Config:
     sync_seconds: float = _f(1.0, "cluster: seconds between a machine's exchanges with the parameter holder")
     # faults
     max_restarts: int = _f(3, "crashed or killed workers are restarted this many times in all; then the run stops")
+    force: bool = _f(False, "start even when the workers' expected memory (memory.py) exceeds what the machine "
+                            "has available; without it such a run is refused, saying how many workers fit")
     # console and logging
     progress: bool = _f(True, "show a console progress line")
     log_every: int = _f(50, "a worker logs losses every this many updates")
 
     def validate(self) -> None:
         """Check every value once; raise ConfigError with a one-line message."""
+        self._check_finite()
         self._check_choices()
         self._check_numbers()
         self._check_combinations()
@@ -186,6 +190,14 @@ class Config:
             what = (("an integer" if integer else "a number") + " >= 0" if zero
                     else "a positive integer" if integer else "a positive number")
             raise ConfigError(f"--{_flag(name)} must be {what}, got {v!r}")
+
+    def _check_finite(self) -> None:
+        """Every number of a float setting (and of a list of them) is finite: nan and inf are refused alike."""
+        for name in FIELDS:
+            v = getattr(self, name)
+            for x in v if isinstance(v, list) else [v]:
+                if isinstance(x, float) and not math.isfinite(x):
+                    raise ConfigError(f"--{_flag(name)} must be a finite number, got {x!r}")
 
     def _check_choices(self) -> None:
         """The named choices: algorithm, network, torso, initialization, optimizer, cluster address."""
@@ -235,8 +247,6 @@ class Config:
         for e in [self.eps_start, self.eval_epsilon, *self.eps_finals]:
             if not 0 <= e <= 1:
                 raise ConfigError(f"epsilons must lie in [0, 1], got {e}")
-        if self.stop_return is not None and not math.isfinite(self.stop_return):
-            raise ConfigError(f"--stop-return must be a finite number, got {self.stop_return!r}")
         if isinstance(self.max_restarts, bool) or self.max_restarts < 0:
             raise ConfigError(f"--max-restarts must be an integer >= 0, got {self.max_restarts!r}")
         for name in ("noop_max", "grad_clip", "entropy_beta", "eps_anneal_frames", "video_steps", "learning_starts",
@@ -477,8 +487,6 @@ def start_line(cfg: Config, source: Path) -> str:
 
 
 def save(cfg: Config, path: Path) -> None:
-    """Write the resolved config so the run can be reproduced and resumed (a full disk: one line)."""
-    try:
-        path.write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
-    except OSError as e:
-        raise ConfigError(f"cannot write {path}: {e.strerror or first_line(e)}") from None
+    """Write the resolved config so the run can be reproduced and resumed: whole or not at all (a full disk:
+    WriteFailed, one line, and the file as it was)."""
+    atomic_bytes(yaml.safe_dump(cfg.to_dict(), sort_keys=False).encode(), path)

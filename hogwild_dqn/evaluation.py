@@ -19,6 +19,7 @@ from hogwild_dqn import metrics
 from hogwild_dqn.checkpoint import atomic_save
 from hogwild_dqn.config import Config
 from hogwild_dqn.envs import make_env, render_problem
+from hogwild_dqn.files import atomic_bytes
 from hogwild_dqn.networks import network_for
 from hogwild_dqn.policy import EVAL_SEED_OFFSET, Policy, play_episode
 from hogwild_dqn.rundir import is_periodic
@@ -139,7 +140,5 @@ class Recorder:
         self.best = result["mean_return"]
         atomic_save(state(self.best), self.run_dir / "best.pt")
         if gif:
-            tmp = self.run_dir / ".best_episode.gif.tmp"
-            tmp.write_bytes(gif)
-            tmp.replace(self.run_dir / "best_episode.gif")
+            atomic_bytes(gif, self.run_dir / "best_episode.gif")
             metrics.write_gif(self.writer, metrics.BEST_EPISODE, gif, frames)

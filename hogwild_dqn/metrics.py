@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import io
+import os
+import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +13,8 @@ from PIL import Image
 from tensorboard.compat.proto.summary_pb2 import Summary
 from torch.utils.tensorboard import SummaryWriter
 from torch.utils.tensorboard.summary import hparams
+
+from hogwild_dqn.files import WriteFailed, write_failed
 
 # charts/: what the agents experience; losses/: what the learners optimise; eval/: the evaluator;
 # perf/: throughput. Per-worker tags end in /w<rank> so tensorboard overlays the workers of one run.
@@ -48,9 +53,76 @@ def log_episode(writer: SummaryWriter, rank: int, episode: dict, frames: int, fr
     writer.add_scalar(EPISODE_LENGTH.format(rank=rank), int(episode["l"]) * frames_per_step, frames)
 
 
-def make_writer(run_dir: Path, name: str) -> SummaryWriter:
+class RunWriter(SummaryWriter):
+    """A process's tensorboard writer whose failures to write (a full disk) are WriteFailed, one line naming its
+    event file; the file keeps every record written before (event files are append-only)."""
+
+    def __init__(self, run_dir: Path, name: str):
+        self.run_dir, self.name, self.failed = Path(run_dir), name, False
+        _quiet_writer_threads()
+        with self._failing():
+            super().__init__(log_dir=str(run_dir), filename_suffix=f".{name}", flush_secs=10)
+
+    def path(self) -> Path:
+        """This process's event file (found by its pid and suffix until the writer exists)."""
+        writer = getattr(getattr(self, "file_writer", None), "event_writer", None)
+        name = getattr(writer, "_file_name", None)
+        if name:
+            return Path(name)
+        found = sorted(self.run_dir.glob(f"events.out.tfevents.*.{os.getpid()}.*.{self.name}"))
+        return found[-1] if found else self.run_dir / f"events.out.tfevents.*.{self.name}"
+
+    @contextmanager
+    def _failing(self):
+        try:
+            yield
+        except OSError as e:  # the writer's thread met it; its next call raises it here
+            self.failed = True
+            raise write_failed(self.path(), e, "the event file keeps what was written before") from None
+
+    def add_scalar(self, tag, value, step=None, *args, **kwargs):
+        with self._failing():
+            super().add_scalar(tag, value, step, *args, **kwargs)
+
+    def add_summary(self, summary: Summary, step=None) -> None:
+        """A summary protocol buffer (hparams, a GIF) into this process's event file."""
+        with self._failing():
+            self.file_writer.add_summary(summary, step)
+
+    def flush(self):
+        with self._failing():
+            super().flush()
+
+    def close(self):
+        """Flush and close; after a failure already raised, the same failure is not raised again."""
+        reported = self.failed
+        try:
+            with self._failing():
+                super().close()
+        except WriteFailed:
+            if not reported:
+                raise
+
+
+def make_writer(run_dir: Path, name: str) -> RunWriter:
     """One event file per process, all in the run dir, so tensorboard shows one run."""
-    return SummaryWriter(log_dir=str(run_dir), filename_suffix=f".{name}", flush_secs=10)
+    return RunWriter(run_dir, name)
+
+
+def _quiet_writer_threads() -> None:
+    """tensorboard's writer thread re-raises what it met, and Python prints that thread's traceback; the writer's
+    next call raises the same error in the process's own thread (RunWriter: one line), so the thread stays
+    quiet. Installed once per process."""
+    if getattr(threading.excepthook, "quiet_writers", False):
+        return
+    previous = threading.excepthook
+
+    def hook(args) -> None:
+        if not (isinstance(args.exc_value, OSError) and type(args.thread).__name__ == "_AsyncWriterThread"):
+            previous(args)
+
+    hook.quiet_writers = True
+    threading.excepthook = hook
 
 
 def write_hparams(writer: SummaryWriter, hparam_dict: dict, metric_dict: dict) -> None:
@@ -58,7 +130,7 @@ def write_hparams(writer: SummaryWriter, hparam_dict: dict, metric_dict: dict) -
     clean = {k: (v if isinstance(v, (int, float, str, bool)) else str(v)) for k, v in hparam_dict.items()}
     exp, ssi, sei = hparams(clean, metric_dict)
     for summary in (exp, ssi, sei):
-        writer.file_writer.add_summary(summary)
+        writer.add_summary(summary)
     for k, v in metric_dict.items():
         writer.add_scalar(k, v)
 
@@ -75,4 +147,4 @@ def write_gif(writer: SummaryWriter, tag: str, gif: bytes, step: int) -> None:
     """Log an animated GIF; tensorboard's IMAGES tab plays it (add_video would need moviepy for the same)."""
     width, height = Image.open(io.BytesIO(gif)).size
     image = Summary.Image(height=height, width=width, colorspace=3, encoded_image_string=gif)
-    writer.file_writer.add_summary(Summary(value=[Summary.Value(tag=tag, image=image)]), step)
+    writer.add_summary(Summary(value=[Summary.Value(tag=tag, image=image)]), step)

@@ -11,8 +11,11 @@ mean ± std, min and max, and writes play.mp4 of the first game next to the chec
 from __future__ import annotations
 
 import argparse
+import errno
 import math
+import shutil
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +23,7 @@ import torch
 
 from hogwild_dqn.config import ConfigError, Parser
 from hogwild_dqn.envs import make_env, protocol, render_problem, resolve
+from hogwild_dqn.files import WriteFailed, write_failed
 from hogwild_dqn.policy import EVAL_SEED_OFFSET, load_policy, play_episode
 
 PLAY_SEED_OFFSET = 2 * EVAL_SEED_OFFSET  # games the evaluator did not play
@@ -56,21 +60,40 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 
 class VideoWriter:
-    """Streams screens into an H.264 MP4 (imageio-ffmpeg), so a long game never sits in memory."""
+    """Streams screens into an H.264 MP4 (imageio-ffmpeg), so a long game never sits in memory; written to a
+    temporary file and renamed at the end, so a failure (a full disk: WriteFailed) leaves play.mp4 as it was."""
 
     def __init__(self, path: Path, fps: float):
         import imageio.v2 as imageio  # only when a video is asked for
 
         self.path, self.tmp = path, path.with_name(f".{path.name}.tmp.mp4")
-        self.writer = imageio.get_writer(self.tmp, fps=fps, codec="libx264", macro_block_size=2,
-                                         ffmpeg_log_level="error")
+        with self._failing():
+            self.writer = imageio.get_writer(self.tmp, fps=fps, codec="libx264", macro_block_size=2,
+                                             ffmpeg_log_level="quiet")  # its failures: ours
+
+    @contextmanager
+    def _failing(self):
+        try:
+            yield
+        except (OSError, RuntimeError) as e:  # ffmpeg, unable to write, ends; imageio says so in its own words
+            self.tmp.unlink(missing_ok=True)
+            if _disk_full(self.tmp.parent) or not isinstance(e, OSError):
+                e = OSError(errno.ENOSPC if _disk_full(self.tmp.parent) else errno.EIO, None)
+            raise write_failed(self.path, e) from None
 
     def __call__(self, screen: np.ndarray) -> None:
-        self.writer.append_data(screen)
+        with self._failing():
+            self.writer.append_data(screen)
 
     def close(self) -> None:
-        self.writer.close()
-        self.tmp.replace(self.path)
+        with self._failing():
+            self.writer.close()
+            self.tmp.replace(self.path)
+
+
+def _disk_full(folder: Path) -> bool:
+    """Whether the filesystem of `folder` has no room left (ffmpeg's own error does not reach us as an errno)."""
+    return shutil.disk_usage(folder).free < 1 << 16
 
 
 def play(run_dir: Path, episodes: int, device: str, seed: int | None, video: bool,
@@ -124,6 +147,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"play: error: {e}", file=sys.stderr)
         return 2
+    except WriteFailed as e:
+        print(f"play: error: {e}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("play: interrupted", file=sys.stderr)
         return 130

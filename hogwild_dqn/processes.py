@@ -13,11 +13,12 @@ from tqdm import tqdm
 
 from hogwild_dqn import metrics
 from hogwild_dqn.algorithms import ALGORITHMS
-from hogwild_dqn.checkpoint import WriteFailed, atomic_save
+from hogwild_dqn.checkpoint import atomic_save
 from hogwild_dqn.console import STATUS, Console, Stopped, finishing
 from hogwild_dqn.evaluation import stop_reason
 from hogwild_dqn.evaluator import run_evaluator
 from hogwild_dqn.faults import NONFINITE_EXIT, WRITE_EXIT, NonFinite
+from hogwild_dqn.files import WriteFailed, write_failed
 from hogwild_dqn.rundir import Run, best_periodic
 from hogwild_dqn.shared import STOP, WORKERS_DONE, SharedState
 
@@ -191,8 +192,12 @@ class Processes:
         text = child.errors[-1]
         if "Traceback" in text:
             tqdm.write(f"--- {child.name} ---\n{text.rstrip()}", file=sys.stderr)
-            with open(self.run_dir / "errors.log", "a") as f:
-                f.write(f"--- {child.name} at {time.strftime('%Y-%m-%d %H:%M:%S')} ---\n{text}\n")
+            try:
+                with open(self.run_dir / "errors.log", "a") as f:
+                    f.write(f"--- {child.name} at {time.strftime('%Y-%m-%d %H:%M:%S')} ---\n{text}\n")
+            except OSError as e:  # the traceback above is on stderr; the run goes on
+                tqdm.write(f"{write_failed(self.run_dir / 'errors.log', e, 'the traceback is above')}",
+                           file=sys.stderr)
         return text.strip().splitlines()[-1]
 
     def stop(self, wait_for_eval: bool, note=None) -> None:
@@ -256,7 +261,10 @@ def _watch_loop(procs: Processes, writer, console: Console) -> tuple[int, str]:
         console.show(frames, procs.evals[-1] if procs.evals else None)
         now = time.time()
         if now - last_log >= 5:
-            writer.add_scalar(metrics.FPS, (frames - last_frames) / (now - last_log), frames)
+            try:
+                writer.add_scalar(metrics.FPS, (frames - last_frames) / (now - last_log), frames)
+            except WriteFailed as e:  # the runner's own event file: the run stops as when a child cannot write
+                return 1, f"runner: {e}"
             last_log, last_frames = now, frames
         time.sleep(0.25)
     return 0, "finished"

@@ -130,13 +130,3 @@ class NStep:
             refs, a, _ = self.steps.popleft()
             out.append((refs, a, ret, next_refs, terminated, discount))
         return out
-
-
-def check_memory(workers: int, capacity: int, obs_shape: tuple, pixels: bool, available: int) -> str | None:
-    """Why `workers` replay memories of `capacity` transitions would not fit in `available` bytes (None if
-    they fit, with a quarter of it left for everything else)."""
-    need = workers * capacity * ReplayMemory.bytes_per_transition(obs_shape, pixels)
-    if need <= 0.75 * available:
-        return None
-    return (f"{workers} workers x --replay-size {capacity:,} transitions need {need / 2**30:,.1f} GiB of replay "
-            f"memory; {available / 2**30:.1f} GiB is available (at most three quarters of it may go to replay)")

@@ -11,14 +11,13 @@ import psutil
 import torch
 import torch.multiprocessing as mp
 
-from hogwild_dqn import config, metrics
-from hogwild_dqn.algorithms import ALGORITHMS
-from hogwild_dqn.checkpoint import WriteFailed, atomic_json, resume_point, snapshot
+from hogwild_dqn import config, memory, metrics
+from hogwild_dqn.checkpoint import atomic_json, resume_point, snapshot
 from hogwild_dqn.config import Config, ConfigError, first_line
 from hogwild_dqn.console import STATUS, finishing
 from hogwild_dqn.envs import env_spec
+from hogwild_dqn.files import WriteFailed
 from hogwild_dqn.processes import Processes, stop_resource_tracker, watch
-from hogwild_dqn.replay import check_memory
 from hogwild_dqn.rundir import (
     Run,
     confirmed,
@@ -39,11 +38,9 @@ def run(cfg: Config, resume: str | None = None) -> int:
     evaluation was cut, 130/143 interrupted)."""
     spec = env_spec(cfg)
     threads = cfg.resolved_threads()
-    if ALGORITHMS[cfg.algo].replay:  # before anything is written or started
-        too_big = check_memory(threads, cfg.replay_size, spec.obs_shape, spec.is_atari,
-                               psutil.virtual_memory().available)
-        if too_big:
-            raise ConfigError(too_big)
+    too_big = memory.check(cfg, spec, threads, psutil.virtual_memory().available)
+    if too_big and not cfg.force:  # before anything is written or started
+        raise ConfigError(too_big)
     run_dir = prepare_run_dir(cfg, threads, resume)
     if threads > (os.cpu_count() or 1):
         print(f"warning: {threads} workers on {os.cpu_count()} cores oversubscribe the CPU; "
@@ -77,21 +74,36 @@ def run(cfg: Config, resume: str | None = None) -> int:
                 procs.write_checkpoint(snapshot(shared, frames, best, run))
             atomic_json(summary, run_dir / "summary.json")
         except WriteFailed as e:
+            if status == 1:  # what stopped the run comes first (a child's full disk, say)
+                print(f"train.py: error: {reason}", file=sys.stderr)
             print(f"train.py: error: {e}", file=sys.stderr)
-            writer.close()
+            _close(writer)
             stop_resource_tracker()
             return 1
-    writer.add_scalar(metrics.FPS, summary["frames_per_second"], frames)
-    metrics.write_hparams(writer, {"game": cfg.game, "algo": cfg.algo, "threads": threads, "seed": cfg.seed,
-                                   "lr": cfg.lr, "optimizer": cfg.optimizer, "frames": cfg.frames},
-                          {"hparam/best_eval_return": best if evals else float("nan"),
-                           "hparam/final_eval_return": final["mean_return"] if final else float("nan"),
-                           "hparam/frames_per_second": summary["frames_per_second"]})
-    writer.close()
+    try:
+        writer.add_scalar(metrics.FPS, summary["frames_per_second"], frames)
+        metrics.write_hparams(writer, {"game": cfg.game, "algo": cfg.algo, "threads": threads, "seed": cfg.seed,
+                                       "lr": cfg.lr, "optimizer": cfg.optimizer, "frames": cfg.frames},
+                              {"hparam/best_eval_return": best if evals else float("nan"),
+                               "hparam/final_eval_return": final["mean_return"] if final else float("nan"),
+                               "hparam/frames_per_second": summary["frames_per_second"]})
+        writer.close()
+    except WriteFailed as e:  # the checkpoint and summary are written: the run is whole, its last scalars not
+        print(f"train.py: error: {e}", file=sys.stderr)
+        _close(writer)
+        status = status or 1
     stop_resource_tracker()
     print(f"{reason}: {done_line(summary, prior['frames'], prior['wall_seconds'])}, {result_line(summary)}, "
           f"run dir {run_dir}")
     return status
+
+
+def _close(writer) -> None:
+    """Close the runner's event file after another failure was reported: a second one would say nothing new."""
+    try:
+        writer.close()
+    except WriteFailed:
+        pass
 
 
 def restore(shared, run_dir: Path, cfg: Config) -> dict:

@@ -1,11 +1,13 @@
 """The trainer's command (hogwild-train, train.py): parse the config, then run on this machine (runner) or on a
-Ray cluster (cluster). Bad input is one line on stderr and exit code 2."""
+Ray cluster (cluster). Bad input is one line on stderr and exit code 2; a file of the run that cannot be written (a
+full disk) is one line and exit code 1."""
 
 import sys
 from pathlib import Path
 
 from hogwild_dqn import __version__
 from hogwild_dqn.config import ConfigError, load, start_line
+from hogwild_dqn.files import WriteFailed
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -24,6 +26,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
+    except WriteFailed as e:
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Faults while training, done for real: SIGKILL, out of memory, signals to the main process, NaN."""
 
 import hashlib
+import json
 import os
 import signal
 import subprocess
@@ -248,3 +249,108 @@ def test_a_full_disk_is_one_line_and_the_last_good_checkpoint_is_kept(tmp_path):
     assert "restart" not in proc.stderr  # a full disk stays full: the evaluator is not restarted into it
     assert _sha(ckpt) == sha and (run / "summary.json").read_text() == summary and not list(run.glob(".*.tmp"))
     assert run_train("--resume", run, "--frames", 4000, "--final-eval-episodes", 1).returncode == 0  # room again
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A real filesystem of 8 MiB (a tmpfs mounted for the test), to be filled; skipped where mounting is not
+    allowed (not root)."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(disk)], capture_output=True,
+                             text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip() or 'mount failed'}")
+    yield disk
+    conftest.kill_started()
+    subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def _fill(disk: Path, leave: int = 0) -> None:
+    """Fill the filesystem of `disk` until `leave` bytes are free (a file `fill`, removed to make room)."""
+    free = os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize
+    with open(disk / "fill", "ab") as f:
+        try:
+            f.write(b"\0" * max(0, free - leave))
+        except OSError:
+            pass
+
+
+def _hashes(run: Path) -> dict:
+    return {p.name: _sha(p) for p in run.iterdir() if p.is_file()}
+
+
+SMALL = ["--game", "CartPole-v1", "--threads", 1, "--eval-every", 1000, "--eval-episodes", 1,
+         "--final-eval-episodes", 2]
+
+
+def test_a_disk_already_full_at_a_resume_is_one_line_and_loses_nothing(small_disk):
+    """The issue's case on a real full filesystem: a resume whose disk filled to the last byte ends with one line
+    naming the first file it could not write, exit 1, no traceback; every file as it was; room again, the same
+    resume runs."""
+    run = small_disk / "run"
+    assert run_train(*SMALL, "--frames", 2000, "--run-dir", run).returncode == 0
+    before = _hashes(run)
+    _fill(small_disk)
+    proc = run_train("--resume", run, "--frames", 4000)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.stderr.strip().splitlines() == [f"train.py: error: cannot write {run / 'config.yaml'}: No space "
+                                                "left on device; config.yaml is left as it was"]
+    assert _hashes(run) == before and not list(run.glob(".*.tmp"))
+    (small_disk / "fill").unlink()
+    assert run_train("--resume", run, "--frames", 4000).returncode == 0
+
+
+def test_a_disk_that_fills_during_a_run_stops_it_with_a_line_per_file(small_disk):
+    """120 KiB left after the start: the processes that cannot write stop with one line each naming the file (an
+    event file, a checkpoint, best.pt), nothing is restarted into the full disk, exit 1; every file of the run is
+    whole (the checkpoint loads, summary.json parses); room again, --resume goes on."""
+    run = small_disk / "run"
+    assert run_train(*SMALL, "--frames", 2000, "--run-dir", run).returncode == 0
+    _fill(small_disk, leave=120 * 1024)
+    proc = run_train("--resume", run, "--frames", 10**6)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr and "restart" not in proc.stderr, proc.stderr
+    assert lines and all(line.startswith("train.py: error: ") and "cannot write " in line
+                         and "No space left on device" in line for line in lines), lines
+    kept = torch.load(run / "checkpoint.pt", weights_only=False)["frames"]  # the evaluator's last, or the first's
+    json.loads((run / "summary.json").read_text())
+    assert not list(run.glob(".*.tmp"))
+    (small_disk / "fill").unlink()
+    assert run_train("--resume", run, "--frames", kept + 2000).returncode == 0
+
+
+def test_a_video_on_a_full_disk_is_one_line_and_keeps_the_last_one(small_disk):
+    run = small_disk / "run"
+    assert run_train(*SMALL, "--frames", 2000, "--run-dir", run).returncode == 0
+    _fill(small_disk)
+    proc = conftest.run_play(run, "--episodes", "1")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.stderr.strip().splitlines() == [f"play: error: cannot write {run / 'play.mp4'}: No space left on "
+                                                "device; no play.mp4 was written"]
+    assert not list(run.glob(".play.mp4*"))
+
+
+def test_the_run_files_and_event_writers_on_a_full_disk(small_disk, capfd):
+    """atomic_bytes (config.yaml, summary.json, GIFs, records) keeps the file as it was; a tensorboard writer
+    that cannot write says which event file, once, and its thread prints no traceback."""
+    from hogwild_dqn.files import WriteFailed, atomic_bytes
+    from hogwild_dqn.metrics import make_writer
+
+    kept = small_disk / "record.json"
+    atomic_bytes(b'{"score": 1}', kept)
+    writer = make_writer(small_disk, "worker0")  # its event file exists before the disk fills
+    _fill(small_disk)
+    with pytest.raises(WriteFailed, match=r"record.json: No space left on device; record.json is left as it was"):
+        atomic_bytes(b'{"score": 2}' * 10_000, kept)
+    assert kept.read_bytes() == b'{"score": 1}' and not list(small_disk.glob(".*.tmp"))
+    with pytest.raises(WriteFailed, match=r"cannot write .*events\.out\.tfevents\..*\.worker0: No space left on "
+                                          r"device; the event file keeps what was written before"):
+        for step in range(100_000):
+            writer.add_scalar("charts/x", float(step), step)
+            if step % 1000 == 0:
+                writer.flush()
+    writer.close()  # the failure was reported: not again
+    with pytest.raises(WriteFailed, match=r"cannot write .*events\.out\.tfevents\..*\.runner: No space left"):
+        make_writer(small_disk, "runner")
+    assert "Traceback" not in capfd.readouterr().err

@@ -29,7 +29,6 @@ import csv
 import math
 import os
 import platform
-import shutil
 import signal
 import statistics
 import subprocess
@@ -40,6 +39,7 @@ from pathlib import Path
 
 from hogwild_dqn.config import DEFAULT_ALGO, ConfigError, Parser
 from hogwild_dqn.envs import resolve
+from hogwild_dqn.files import WriteFailed, atomic_bytes, cause, write_failed
 from hogwild_dqn.rundir import UNSCORED_EXIT, is_periodic
 from hogwild_dqn.tools import TRAIN, done, ended, fmt, pyplot, read_json, resume_or_start, save, spread
 from hogwild_dqn.version import __version__
@@ -110,7 +110,7 @@ def keep(args: argparse.Namespace, name: str) -> None:
     summary = read_json(src)
     if args.record and summary and done(summary):
         args.record.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(src, args.record / f"{name}.json")
+        atomic_bytes(src.read_bytes(), args.record / f"{name}.json")  # whole or not at all (a full disk)
 
 
 def sb3_command(args: argparse.Namespace, game: str, seed: int, run: Path) -> list[str]:
@@ -171,8 +171,11 @@ def say(args: argparse.Namespace, text: str) -> None:
     print(line, flush=True)
     for folder in filter(None, (args.logdir, args.record)):
         folder.mkdir(parents=True, exist_ok=True)
-        with (folder / "chain.log").open("a") as f:
-            f.write(line + "\n")
+        try:
+            with (folder / "chain.log").open("a") as f:
+                f.write(line + "\n")
+        except OSError as e:
+            raise write_failed(folder / "chain.log", e, "the lines written before are kept") from None
 
 
 def train(cmd: list[str], log: Path) -> int:
@@ -523,6 +526,13 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"benchmark: error: {e}", file=sys.stderr)
         return 2
+    except WriteFailed as e:
+        print(f"benchmark: error: {e}; the same command resumes the suite once there is room", file=sys.stderr)
+        return 1
+    except OSError as e:  # the report's files (markdown, CSV, figures): the records and runs are whole
+        print(f"benchmark: error: cannot write {e.filename or 'the report'}: {cause(e)}; the runs and records are "
+              "kept, --report-only writes the report once there is room", file=sys.stderr)
+        return 1
     print(out.read_text())
     print(f"wrote {out}, {out.with_name('benchmark.csv')}")
     if failed:

@@ -1,0 +1,61 @@
+"""What a run's processes will hold in memory, and the check, before any child starts, that they fit in what the
+machine has available. The per-process figures were measured (USS, the memory a process holds alone, and RSS) on
+the 2-core development machine with psutil (docs/usage.md, "Faults"); the buffers are computed from the config."""
+
+from __future__ import annotations
+
+import math
+
+from hogwild_dqn.algorithms import ALGORITHMS
+from hogwild_dqn.precision import learner_bf16
+from hogwild_dqn.replay import ReplayMemory
+
+MIB = 2**20
+PROCESS = 175 * MIB  # a worker's own memory with torch, gymnasium and the emulator loaded, before its games (USS
+                     # 164-176 MiB: an idle evaluator, an A3C worker of one Atari game)
+LIBRARIES = 215 * MIB  # the libraries' pages every process shares, counted once (RSS minus USS, 210-256 MiB)
+ATARI_GAME = 3 * MIB  # one more Atari game in a worker (A3C, 1 -> 8 games: 174 -> 190 MiB)
+VECTOR_GAME = MIB // 4
+MINIBATCH_PEAK = 96 * MIB  # PPO: what a minibatch's forward and backward hold besides the rollout (activations,
+                           # oneDNN's scratch, the allocator's free lists): 8-game Pong workers 308-380 MiB USS,
+                           # 295 MiB without it
+SCREEN_COPIES = 3  # the evaluator's GIF: the screens kept, their images and the encoder's (a CartPole
+                   # evaluator with 500 steps of 300x200 screens: 648 MiB USS)
+
+
+def worker_bytes(cfg, spec) -> int:
+    """One worker: the process, its games, and its algorithm's buffers (PPO's rollout with its prepared inputs
+    and a minibatch; DQN's replay memory, full)."""
+    games = cfg.envs_per_worker
+    obs = math.prod(spec.obs_shape) * (1 if spec.is_atari else 4)
+    total = PROCESS + games * (ATARI_GAME if spec.is_atari else VECTOR_GAME)
+    algo = ALGORITHMS[cfg.algo]
+    if algo.minibatches:  # PPO: the rollout's observations, their prepared inputs, a minibatch of those
+        prepared = math.prod(spec.obs_shape) * (2 if learner_bf16(cfg.learner_precision, spec.is_atari) else 4)
+        rows = games * cfg.t_max
+        total += rows * (obs + prepared) + math.ceil(rows / cfg.ppo_minibatches) * prepared + MINIBATCH_PEAK
+    if algo.replay:
+        total += cfg.replay_size * ReplayMemory.bytes_per_transition(spec.obs_shape, spec.is_atari)
+    return total
+
+
+def fixed_bytes(cfg, spec) -> int:
+    """The runner, the evaluator (with the screens of its best game's GIF) and the shared libraries."""
+    screen = 210 * 160 * 3 if spec.is_atari else 300 * 200 * 3  # vector tasks' screens as the GIF keeps them
+    return 2 * PROCESS + LIBRARIES + cfg.video_steps * screen * SCREEN_COPIES
+
+
+def check(cfg, spec, threads: int, available: int) -> str | None:
+    """Why `threads` workers would not fit in `available` bytes (with a tenth of it left for the rest of the
+    machine), saying how many would; None if they fit."""
+    room, fixed, each = 0.9 * available, fixed_bytes(cfg, spec), worker_bytes(cfg, spec)
+    need = fixed + threads * each
+    if need <= room:
+        return None
+    fit = max(0, int((room - fixed) // each))
+    replay = (f", {cfg.replay_size * ReplayMemory.bytes_per_transition(spec.obs_shape, spec.is_atari) / 2**30:,.1f} "
+              f"GiB of it --replay-size {cfg.replay_size:,} transitions" if ALGORITHMS[cfg.algo].replay else "")
+    return (f"--threads {threads} needs about {need / 2**30:,.1f} GiB of memory ({threads} workers x "
+            f"{each / 2**30:,.2f} GiB{replay}, runner and evaluator {fixed / 2**30:.1f} GiB); "
+            f"{available / 2**30:.1f} GiB is available: {fit} worker{'' if fit == 1 else 's'} fit (--force starts "
+            "it anyway)")
