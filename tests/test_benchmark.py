@@ -29,8 +29,8 @@ def benchmark(*args, timeout=300):
 
 def iqm_line(report: str) -> re.Match:
     """The IQM pooled over every run, with its interval."""
-    return re.search(r"IQM of human-normalized final scores: ([-\d.]+) \(95% stratified-bootstrap CI ([-\d.]+) to "
-                     r"([-\d.]+)", report)
+    return re.search(r"IQM of human-normalized final scores, pooled over the \d+ runs \(rliable\): ([-\d.]+) \(95% "
+                     r"stratified-bootstrap CI ([-\d.]+) to ([-\d.]+)", report)
 
 
 def game_iqm_line(report: str) -> re.Match:
@@ -141,6 +141,46 @@ def test_the_iqm_of_the_games_means_and_the_pooled_one_from_the_a3c_suites_recor
         row = next(line for line in report.splitlines() if line.startswith(f"| {game} |"))
         assert row.endswith(" | " + ", ".join(f"s{r['seed']} {r['wall_minutes']}" for r in rows if r["game"] == game)
                             + " |")
+
+
+def test_the_headline_is_the_pooled_iqm_and_other_suites_and_published_rows_stand_beside(tmp_path):
+    """The PPO suite's records beside the A3C suite's (--compare) and the published rows (docs/published): the
+    report opens with the pooled IQM; each row's IQM is the trimmed mean of its runs x games (the published
+    algorithms' from their per-seed rows, the same reference scores); the probability that a PPO run beats an A3C
+    run is rliable's, checked against its definition game by game."""
+    ppo, a3c = ROOT / "docs" / "benchmark-ppo" / "records", ROOT / "docs" / "benchmark" / "records"
+    done = benchmark("--algo", "ppo", "--logdir", tmp_path / "none", "--record", ppo, "--out", tmp_path,
+                     "--report-only", "--reps", "2000", "--compare", a3c)
+    assert done.returncode == 0, done.stderr
+    report = (tmp_path / "benchmark.md").read_text()
+    first = report.split("\n\n")[1]
+    assert first.startswith("**IQM of human-normalized final scores, pooled over the 18 runs (rliable): ")
+    rows = {line.split(" | ")[0][2:]: line.split(" | ") for line in report.splitlines()
+            if line.startswith("| ") and " (9" not in line and "IQM (95% CI)" not in line}
+    games = ["Pong", "Breakout", "SpaceInvaders", "BeamRider", "Qbert", "Seaquest"]
+    ref = {"Pong": (-20.7, 14.6), "Breakout": (1.7, 30.5), "SpaceInvaders": (148.0, 1668.7),
+           "BeamRider": (363.9, 16926.5), "Qbert": (163.9, 13455.0), "Seaquest": (68.4, 42054.7)}
+    seeds = list(csv.DictReader((ROOT / "docs" / "published" / "atari_10m_seeds.csv").open()))
+    rainbow = [(float(r["score"]) - ref[r["game"]][0]) / (ref[r["game"]][1] - ref[r["game"]][0]) for r in seeds
+               if r["algorithm"] == "Rainbow (Dopamine TF)" and r["game"] in games]
+    row = next(v for k, v in rows.items() if k.startswith("Rainbow (Dopamine TF)"))
+    assert float(row[2].split(" ")[0]) == pytest.approx(trim_mean(rainbow, 0.25), abs=1e-3) == pytest.approx(0.498,
+                                                                                                          abs=1e-3)
+    published = ROOT / "docs" / "published" / "atari_10m.csv"
+    means = {r["game"]: float(r["score"]) for r in csv.DictReader(published.open())
+             if r["algorithm"] == "Rainbow (Dopamine TF)"}
+    assert "sticky 0.25" in row[1] and row[3:8] == [f"{means[g]:.1f}" for g in games[:5]]
+    poi = re.search(r"P\(ppo > a3c\): .* with probability \*\*([\d.]+)\*\* \(95% CI ([\d.]+) to ([\d.]+)", report)
+    ours = list(csv.DictReader((tmp_path / "benchmark.csv").open()))
+    theirs = [json.loads(p.read_text()) for p in a3c.glob("*.json")]
+    by_game = []
+    for g in games:
+        x = [float(r["human_normalized"]) for r in ours if r["game"] == g]
+        y = [(t["final_eval"]["mean_return"] - ref[g][0]) / (ref[g][1] - ref[g][0]) for t in theirs if t["game"] == g]
+        by_game.append(sum((a > b) + 0.5 * (a == b) for a in x for b in y) / (len(x) * len(y)))
+    assert float(poi.group(1)) == pytest.approx(sum(by_game) / len(games), abs=1e-3)
+    assert float(poi.group(2)) <= float(poi.group(1)) <= float(poi.group(3))
+    assert (tmp_path / "benchmark_beside.png").stat().st_size > 10_000
 
 
 def test_the_report_of_a_suite_without_runs_says_so(tmp_path):

@@ -15,11 +15,13 @@ chain.log). A finished run is kept and not run again; a cut one is resumed from 
 be stopped with Ctrl-C and started again. With --record DIR, each ended run's summary.json is also copied to
 DIR/<run>.json, and a run recorded there is done: a record kept in the repository carries the suite over to a
 clone on another machine, whose run dirs are gone. The report (benchmark.md, benchmark.csv, benchmark_curves.png and
-benchmark_profile.png in --out) gives per game the mean ± std over seeds of the final score (the last weights
-over --final-eval-episodes games) and its human-normalized score, and over games the interquartile mean (IQM) of
-the games' mean human-normalized scores and, pooled, of every run's, each with a 95% stratified-bootstrap
-confidence interval, and a performance profile, computed with rliable (Agarwal et al. 2021; `make
-install-benchmark`).
+benchmark_profile.png in --out) opens with the interquartile mean (IQM) of the human-normalized final scores pooled
+over runs x games (the last weights over --final-eval-episodes games), then that of the games' means, each with a
+95% stratified-bootstrap confidence interval (rliable: Agarwal et al. 2021; `make install-benchmark`), then per game
+the mean ± std over seeds. Beside it (benchmark_beside.png): other suites' records (--compare, e.g. A3C's: their
+IQM, performance profile and the probability that a run of ours beats one of theirs) and published scores
+(--published; on Atari docs/published/atari_10m.csv by default), each row with its protocol, and Atari-5's estimate
+of the 57-game median where the suite has its five games.
 """
 
 from __future__ import annotations
@@ -41,7 +43,19 @@ from hogwild_dqn.config import DEFAULT_ALGO, ConfigError, Parser
 from hogwild_dqn.envs import resolve
 from hogwild_dqn.files import WriteFailed, atomic_bytes, cause, write_failed
 from hogwild_dqn.rundir import UNSCORED_EXIT, is_periodic
-from hogwild_dqn.tools import TRAIN, done, ended, fmt, pyplot, read_json, resume_or_start, save, spread
+from hogwild_dqn.tools import (
+    TRAIN,
+    atari5,
+    done,
+    ended,
+    fmt,
+    published,
+    pyplot,
+    read_json,
+    resume_or_start,
+    save,
+    spread,
+)
 from hogwild_dqn.version import __version__
 from hogwild_dqn.version import commit as code_commit
 
@@ -50,12 +64,16 @@ SUITES = {  # name -> (games, frames of each run, SB3 A2C beside it)
     "mujoco": (("Hopper-v5", "Walker2d-v5", "HalfCheetah-v5", "Ant-v5"), 1_000_000, True),
 }
 SB3 = "sb3_a2c"  # the baseline's name in run dirs and tables
+OLDER_PROTOCOL = ("not recorded (runs before the protocol was named: no sticky actions, up to 30 no-op starts, no "
+                  "FIRE reset)")
 SB3_SCRIPT = Path(__file__).resolve().parents[2] / "baselines" / "sb3_a2c.py"  # a checkout's, not installed
 # (random, human) scores with no-op starts, from DeepMind's dqn_zoo (dqn_zoo/atari_data.py), the table most
 # papers since 2015 normalize with; the A3C paper used its own human-starts table.
 HUMAN_REFERENCE = {"Pong": (-20.7, 14.6), "Breakout": (1.7, 30.5), "SpaceInvaders": (148.0, 1668.7),
                    "BeamRider": (363.9, 16926.5), "Qbert": (163.9, 13455.0), "Seaquest": (68.4, 42054.7),
-                   "Enduro": (0.0, 860.5), "MsPacman": (307.3, 6951.6), "Asterix": (210.0, 8503.3)}
+                   "Enduro": (0.0, 860.5), "MsPacman": (307.3, 6951.6), "Asterix": (210.0, 8503.3),
+                   "BattleZone": (2360.0, 37187.5), "DoubleDunk": (-18.6, -16.4), "NameThisGame": (2292.3, 8049.0),
+                   "Phoenix": (761.4, 7242.6)}
 
 
 class BenchmarkError(ConfigError):
@@ -239,11 +257,26 @@ def read_scores(args: argparse.Namespace, algo: str | None = None) -> list[Score
     return scores
 
 
+def read_records(args: argparse.Namespace, folder: Path) -> tuple[str, list[Score]]:
+    """Another suite's ended runs of this suite's games and seeds, from its records; and its algorithm."""
+    scores, algos = [], set()
+    for path in sorted(folder.glob("*.json")):
+        s = read_json(path)
+        if not s or not done(s) or s.get("game") not in args.games or s.get("seed") not in args.seeds:
+            continue
+        algos.add(s["algo"])
+        final = s["final_eval"]
+        scores.append(Score(s["game"], s["seed"], s["status"], s["frames"], s["wall_seconds"] / 60,
+                            final["mean_return"], final.get("std_return"), final.get("episodes", 0),
+                            s.get("best_eval_return"), args.reference.get(s["game"]), [], protocol=s.get("protocol")))
+    return "/".join(sorted(algos)) or folder.name, scores
+
+
 def protocols(scores: list[Score]) -> list[str]:
     """The env of each game as its runs name it (sticky actions, no-op starts, FIRE reset, episode cap)."""
     named = {s.game: s.protocol for s in scores if s.protocol}
-    older = "not recorded (runs before the protocol was named: no sticky actions, up to 30 no-op starts, no FIRE reset)"
-    return [named.get(g) or (g if "-v" in g else f"{g}: {older}") for g in dict.fromkeys(s.game for s in scores)]
+    return [named.get(g) or (g if "-v" in g else f"{g}: {OLDER_PROTOCOL}")
+            for g in dict.fromkeys(s.game for s in scores)]
 
 
 def rliable():
@@ -268,7 +301,7 @@ def check_sb3() -> None:
                              "requirements-baselines.txt (or pass --no-sb3)") from None
 
 
-def aggregate(scores: list[Score], seeds: list[int], reps: int) -> dict | None:
+def aggregate(scores: list[Score], seeds: list[int], reps: int, taus=None) -> dict | None:
     """Over the games that have every seed scored and a human reference: the IQM of the games' mean
     human-normalized final scores (each game one value, as published suites compare), the IQM pooled over every
     run, each with its 95% stratified-bootstrap interval (seeds resampled within each game, both from the same
@@ -280,9 +313,8 @@ def aggregate(scores: list[Score], seeds: list[int], reps: int) -> dict | None:
     complete = [g for g in games if sum(1 for s in scores if s.game == g and s.normalized is not None) == len(seeds)]
     if not complete:
         return None
-    matrix = np.array([[next(s.normalized for s in scores if s.game == g and s.seed == seed) for g in complete]
-                       for seed in seeds])  # (runs, games), as rliable expects
-    taus = np.linspace(0.0, max(2.0, float(matrix.max()) * 1.05), 101)
+    matrix = run_matrix(scores, seeds, complete)
+    taus = np.linspace(0.0, max(2.0, float(matrix.max()) * 1.05), 101) if taus is None else taus
     # rliable 1.2 resamples from numpy's global generator (its random_state reaches arch, which its
     # StratifiedBootstrap.update_indices bypasses): seeded here, the same records give the same intervals every time
     state = np.random.get_state()
@@ -301,17 +333,136 @@ def aggregate(scores: list[Score], seeds: list[int], reps: int) -> dict | None:
             "taus": taus, "profile": profile["run"], "profile_ci": profile_ci["run"]}
 
 
-def plot_profile(agg: dict, label: str, out: Path) -> None:
+def run_matrix(scores: list[Score], seeds: list[int], games: list[str]):
+    """(runs, games) human-normalized final scores, as rliable expects."""
+    import numpy as np
+
+    return np.array([[next(s.normalized for s in scores if s.game == g and s.seed == seed) for g in games]
+                     for seed in seeds])
+
+
+def interval(matrices: dict, statistic, reps: int) -> dict:
+    """rliable's point estimates and 95% stratified-bootstrap intervals of `statistic` for each entry of
+    `matrices` (a matrix, or a tuple of them for a paired statistic): {name: (point, low, high)}. rliable 1.2
+    resamples from numpy's global generator (its random_state reaches arch, which its
+    StratifiedBootstrap.update_indices bypasses): seeded here, the same records give the same intervals every
+    time."""
+    import numpy as np
+
+    rly, _ = rliable()
+    state = np.random.get_state()
+    np.random.seed(0)
+    try:
+        point, ci = rly.get_interval_estimates(matrices, statistic, reps=reps)
+    finally:
+        np.random.set_state(state)
+    return {k: (float(point[k][0]), float(ci[k][0][0]), float(ci[k][1][0])) for k in matrices}
+
+
+def plot_profile(agg: dict, label: str, out: Path, others: dict | None = None) -> None:
+    """The performance profile of the suite (`agg`, aggregate's), with those of `others` ({label: agg}) beside."""
     plt = pyplot()
 
     fig, ax = plt.subplots(figsize=(6, 4))
-    ax.plot(agg["taus"], agg["profile"], label=label)
-    ax.fill_between(agg["taus"], agg["profile_ci"][0], agg["profile_ci"][1], alpha=0.25)
+    for name, a in {label: agg, **(others or {})}.items():
+        ax.plot(a["taus"], a["profile"], label=name)
+        ax.fill_between(a["taus"], a["profile_ci"][0], a["profile_ci"][1], alpha=0.25)
     ax.set_xlabel("human-normalized score τ")
     ax.set_ylabel("fraction of runs with score > τ")
     ax.set_title(f"performance profile over {len(agg['games'])} games (95% CI)")
     ax.grid(alpha=0.3)
     ax.legend()
+    save(fig, out)
+
+
+def beside_others(args: argparse.Namespace, scores: list[Score], agg: dict, out: Path) -> list[str]:
+    """Other suites' records (--compare) and published algorithms (--published) on this suite's games: each one's
+    IQM pooled over runs x games with its interval, each game's mean score, the probability that a run of ours
+    beats one of a compared suite's (rliable's, averaged over games), and the figure of the IQMs
+    (benchmark_beside.png); the compared suites' performance profiles join ours. Nothing without either."""
+    import numpy as np
+
+    _, metrics = rliable()
+    games = [g for g in args.games if g in agg["games"]]  # the suite's order
+    ref = args.reference
+
+    def normalize(game: str, score: float) -> float:
+        return (score - ref[game][0]) / (ref[game][1] - ref[game][0])
+
+    ours = run_matrix(scores, args.seeds, games)
+    protocol = next((s.protocol for s in scores if s.protocol), "not recorded")
+    means = {g: statistics.mean(s.final_mean for s in scores if s.game == g) for g in games}
+    rows = [(f"{args.algo}, this suite ({len(args.seeds)} seeds)", protocol, (agg["iqm"], agg["low"], agg["high"]),
+             means)]
+    lines, profiles = [], {}
+    for folder in args.compare:
+        algo, theirs = read_records(args, folder)
+        seeds = sorted({s.seed for s in theirs})
+        if not seeds or any(sum(1 for s in theirs if s.game == g) != len(seeds) for g in games):
+            lines.append(f"- `{folder}`: not every game of this suite has all of its seeds there; left out.")
+            continue
+        their = aggregate(theirs, seeds, args.reps, agg["taus"])
+        matrix = run_matrix(theirs, seeds, games)
+        poi = interval({"poi": (ours, matrix)},
+                       lambda x, y: np.array([metrics.probability_of_improvement(x, y)]), args.reps)["poi"]
+        label = f"{algo}, `{folder}` ({len(seeds)} seeds)"
+        rows.append((label, next((s.protocol for s in theirs if s.protocol), OLDER_PROTOCOL),
+                     (their["iqm"], their["low"], their["high"]),
+                     {g: statistics.mean(s.final_mean for s in theirs if s.game == g) for g in games}))
+        profiles[f"{algo} ({folder.parent.name})"] = their
+        lines.append(f"- P({args.algo} > {algo}): a run of this suite scores above one of `{folder}` on the same game "
+                     f"with probability **{poi[0]:.3f}** (95% CI {poi[1]:.3f} to {poi[2]:.3f}; rliable's "
+                     "probability of improvement, averaged over games).")
+    for pub in published.read(args.published, games) if args.published else []:
+        runs = published.run_matrix(pub, games, normalize)
+        iqm = (interval({"iqm": np.array(runs)}, lambda x: np.array([metrics.aggregate_iqm(x)]), args.reps)["iqm"]
+               if runs else (None, None, None))
+        rows.append((f"{pub.algorithm} ({len(runs) if runs else '?'} seeds)", pub.protocol, iqm, pub.means))
+    if len(rows) == 1:
+        return []
+    five = all(g in games for g in atari5.GAMES)  # Atari-5's estimate of the 57-game median, where it applies
+    head = ["", f"Beside other algorithms on these {len(games)} games (IQM pooled over runs x games, 95% "
+            "stratified-bootstrap CI; each game's mean score over seeds)."
+            + (f" Published rows: `{_shown(args.published)}` (their sources and how they were read: NOTES.md beside "
+               "it); a protocol unlike ours (sticky actions, training returns) makes a row a neighbour, not a rival."
+               if args.published else "")
+            + (" Atari-5 (Aitchison et al. 2023, `hogwild_dqn/tools/atari5.py`) estimates each row's median "
+               "human-normalized score over the 57 games from its five games' mean scores, within about "
+               f"{atari5.RELATIVE_ERROR:.1%}." if five else ""),
+            "", f"| algorithm | protocol | IQM (95% CI) | {' | '.join(games)} |"
+            + (" Atari-5: 57-game median (band) |" if five else ""),
+            "| --- | --- | --- |" + " --- |" * (len(games) + five)]
+    for label, protocol, (iqm, low, high), game_means in rows:
+        shown = "—" if iqm is None else f"{iqm:.3f} ({low:.3f}-{high:.3f})"
+        game, _, rest = protocol.partition(", ")  # our protocols name their game first
+        median = atari5.estimate(game_means) if five else None
+        head.append(f"| {label} | {rest if game in args.games else protocol} | "
+                    f"{shown} | " + " | ".join(fmt(game_means[g]) for g in games) + " |"
+                    + (f" {median[0]:.3f} ({median[1]:.3f}-{median[2]:.3f}) |" if median else ""))
+    plot_beside([(r[0], r[2]) for r in rows if r[2][0] is not None], out / "benchmark_beside.png")
+    agg["others"] = profiles
+    return head + ([""] + lines if lines else []) + ["", "![IQM of each algorithm](benchmark_beside.png)"]
+
+
+def _shown(path: Path) -> str:
+    """A path as a reader of the report finds it: relative to where the command ran, where it is below it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def plot_beside(rows: list[tuple[str, tuple[float, float, float]]], out: Path) -> None:
+    """Each algorithm's IQM with its interval, one line each."""
+    plt = pyplot()
+
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(rows) + 1.2))
+    for i, (_, (iqm, low, high)) in enumerate(reversed(rows)):
+        ax.errorbar(iqm, i, xerr=[[iqm - low], [high - iqm]], fmt="o", color="tab:blue" if i == len(rows) - 1
+                    else "tab:gray", capsize=3)
+    ax.set_yticks(range(len(rows)), [label.replace("`", "") for label, _ in reversed(rows)], fontsize=8)
+    ax.set_xlabel("IQM of human-normalized scores (95% CI)")
+    ax.grid(alpha=0.3, axis="x")
     save(fig, out)
 
 
@@ -405,8 +556,9 @@ def beside_sb3(args: argparse.Namespace, ours: list[Score], theirs: list[Score])
 
 
 def write_report(args: argparse.Namespace) -> Path:
-    """benchmark.md, benchmark.csv, benchmark_curves.png and benchmark_profile.png in --out; return benchmark.md's
-    path."""
+    """benchmark.md, benchmark.csv, benchmark_curves.png and benchmark_profile.png in --out (and
+    benchmark_beside.png with --compare or --published); return benchmark.md's path. The headline is rliable's IQM
+    pooled over runs x games; the table of each game's runs under it."""
     scores = read_scores(args)
     if not scores:
         raise BenchmarkError(f"no finished or cut runs of this suite under {args.logdir}")
@@ -418,15 +570,30 @@ def write_report(args: argparse.Namespace) -> Path:
                   f"{references} (no-op starts, DeepMind's dqn_zoo `atari_data.py`, unless given with --reference)."
                   if references else "")
     frames, games = units(args.games)
+    agg = aggregate(scores, args.seeds, args.reps)
     lines = [f"# Benchmark: {args.algo}, {args.threads} workers, {args.frames:,} {frames}, seeds "
-             f"{' '.join(map(str, args.seeds))}", "",
-             f"Runs under `{args.logdir}`" + (f" or recorded in `{args.record}`" if args.record else "") +
-             "; the code and machine of each run are in its `chain.log`. The score of a "
-             f"run is its last weights over {max(s.episodes for s in scores)} {games} (`final_eval` in its "
-             f"summary.json).{normalized}", "",
-             "| game | runs scored | final score (mean ± std over seeds) | human-normalized (mean) | each seed's "
-             "final score | best periodic evaluation, mean over seeds (a curve point, not the score) | wall minutes, "
-             "each seed |", "| --- | --- | --- | --- | --- | --- | --- |"]
+             f"{' '.join(map(str, args.seeds))}", ""]
+    if not any(g in args.reference for g in args.games):
+        lines += ["No IQM: these games have no random and human reference scores (--reference adds them).", ""]
+    elif agg is None:
+        lines += ["IQM: no game has all its seeds scored yet.", ""]
+    else:
+        missing = [g for g in args.games if g not in agg["games"]]
+        runs = len(agg["games"]) * len(args.seeds)
+        lines += [f"**IQM of human-normalized final scores, pooled over the {runs} runs (rliable): {agg['iqm']:.3f} "
+                  f"(95% stratified-bootstrap CI {agg['low']:.3f} to {agg['high']:.3f})** over {len(agg['games'])} "
+                  f"game{'s' * (len(agg['games']) != 1)} x {len(args.seeds)} seeds; median {agg['median']:.3f}, "
+                  f"mean {agg['mean']:.3f}; {args.reps:,} resamples. IQM of the games' mean human-normalized final "
+                  f"scores: {agg['game_iqm']:.3f} (95% stratified-bootstrap CI {agg['game_low']:.3f} to "
+                  f"{agg['game_high']:.3f}), each game one value."
+                  + (f" Not yet in them: {', '.join(missing)}." if missing else ""), ""]
+    lines += [f"Runs under `{args.logdir}`" + (f" or recorded in `{args.record}`" if args.record else "") +
+              "; the code and machine of each run are in its `chain.log`. The score of a "
+              f"run is its last weights over {max(s.episodes for s in scores)} {games} (`final_eval` in its "
+              f"summary.json).{normalized}", "",
+              "| game | runs scored | final score (mean ± std over seeds) | human-normalized (mean) | each seed's "
+              "final score | best periodic evaluation, mean over seeds (a curve point, not the score) | wall "
+              "minutes, each seed |", "| --- | --- | --- | --- | --- | --- | --- |"]
     lines += [game_row(g, [s for s in scores if s.game == g], len(args.seeds)) for g in args.games]
     lines += ["", "Protocol of each game, as its runs' summaries name it: " + "; ".join(protocols(scores)) + "."]
     theirs = read_scores(args, SB3)
@@ -436,26 +603,14 @@ def write_report(args: argparse.Namespace) -> Path:
                          for s in runs if s.source == source)
         lines += ["", f"Records rebuilt from {source}, their run dirs lost (so no curve): {runs}."]
     lines += beside_sb3(args, scores, theirs)
+    if agg is not None:
+        lines += beside_others(args, scores, agg, out)
     plot_curves(args, scores, theirs, out / "benchmark_curves.png")
     lines += ["", "![evaluations against frames, each run](benchmark_curves.png)"]
-    agg = aggregate(scores, args.seeds, args.reps)
-    if not any(g in args.reference for g in args.games):
-        lines += ["", "No IQM: these games have no random and human reference scores (--reference adds them)."]
-    elif agg is None:
-        lines += ["", "IQM: no game has all its seeds scored yet."]
-    else:
-        missing = [g for g in args.games if g not in agg["games"]]
-        lines += ["", f"**IQM of the games' mean human-normalized final scores: {agg['game_iqm']:.3f} (95% "
-                  f"stratified-bootstrap CI {agg['game_low']:.3f} to {agg['game_high']:.3f})** over "
-                  f"{len(agg['games'])} game{'s' * (len(agg['games']) != 1)}, each the mean of its "
-                  f"{len(args.seeds)} seeds. Pooled over the "
-                  f"{len(agg['games']) * len(args.seeds)} runs: IQM of human-normalized final scores: "
-                  f"{agg['iqm']:.3f} (95% stratified-bootstrap CI {agg['low']:.3f} to {agg['high']:.3f}); "
-                  f"median {agg['median']:.3f}, mean {agg['mean']:.3f}; {args.reps:,} resamples."
-                  + (f" Not yet in them: {', '.join(missing)}." if missing else ""), "",
-                  "![performance profile](benchmark_profile.png)"]
+    if agg is not None:
         label = f"{args.algo}, {args.threads} workers, {args.frames / 1e6:g}M {frames}"
-        plot_profile(agg, label, out / "benchmark_profile.png")
+        plot_profile(agg, label, out / "benchmark_profile.png", agg.get("others"))
+        lines += ["", "![performance profile](benchmark_profile.png)"]
     (out / "benchmark.md").write_text("\n".join(lines) + "\n")
     return out / "benchmark.md"
 
@@ -485,6 +640,13 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--reference", action="append", default=[], metavar="GAME=RANDOM,HUMAN", dest="references",
                    help="random and human scores of a game the built-in table lacks (repeatable)")
     p.add_argument("--report-only", action="store_true", help="write the report of the runs there are; run none")
+    p.add_argument("--compare", type=Path, action="append", default=[], metavar="RECORDS",
+                   help="another suite's records (e.g. docs/benchmark/records, A3C's) beside this one: its IQM, "
+                        "its performance profile and the probability that a run of ours beats one of its "
+                        "(repeatable)")
+    p.add_argument("--published", type=Path, default=None, metavar="CSV",
+                   help="published scores beside ours (default on Atari: the checkout's "
+                        "docs/published/atari_10m.csv, with its _seeds.csv)")
     args = p.parse_args(argv)
     args.train_args = train_args
     args.algo = args.algo or DEFAULT_ALGO[args.suite]
@@ -505,6 +667,13 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         args.reference[game] = (random_score, human)
     if args.record and args.record.exists() and not args.record.is_dir():
         p.error(f"--record {args.record}: not a directory")
+    for folder in args.compare:
+        if not folder.is_dir():
+            p.error(f"--compare {folder}: not a directory of records")
+    if args.published is not None and not args.published.is_file():
+        p.error(f"--published {args.published}: no such file")
+    if args.published is None and published.PUBLISHED.is_file() and all(resolve(g)[0] for g in args.games):
+        args.published = published.PUBLISHED
     if min(args.frames, args.threads, args.reps) < 1 or len(set(args.seeds)) != len(args.seeds):
         p.error("--frames, --threads and --reps must be positive and --seeds distinct")
     return args
