@@ -33,9 +33,10 @@ from hogwild_dqn import config
 from hogwild_dqn.checkpoint import resume_point
 from hogwild_dqn.cluster_actors import SYNC_TIMEOUT, Evaluator, NodePool, ParameterHolder
 from hogwild_dqn.config import Config, ConfigError, first_line
-from hogwild_dqn.console import STATUS, Console, finishing
+from hogwild_dqn.console import Console, finishing
 from hogwild_dqn.envs import env_spec
 from hogwild_dqn.evaluation import needs_confirmation, next_point, points_skipped, stop_reason
+from hogwild_dqn.exits import FAILED, FINISHED, SIGNALLED
 from hogwild_dqn.faults import NonFinite
 from hogwild_dqn.rundir import cut_reason, done_line, no_prior, prepare_run_dir, result_line, scored
 
@@ -169,7 +170,7 @@ class Driver:
             try:
                 self.ray.get(ref, timeout=SYNC_TIMEOUT)  # ready: ray.wait said so
             except NonFinite as e:  # Ray's task error is an instance of the pool's NonFinite
-                return 1, f"{self.names[nid]}: {_last_line(e)}"  # broken weights: stop, keep the last checkpoint
+                return FAILED, f"{self.names[nid]}: {_last_line(e)}"  # broken weights: stop, keep the last checkpoint
             except RayError as e:
                 why = _last_line(e)
                 lost = isinstance(e, RayActorError)  # the machine (or its link) went away
@@ -235,15 +236,15 @@ class Driver:
                     self.ask_eval(st["best"])
                     self.next_eval = next_point(self.frames, self.cfg.eval_every)
                 if self.frames >= self.cfg.frames and not self.pools:
-                    return 0, "finished"
+                    return FINISHED, "finished"
                 alone_since = (alone_since or now) if not self.pools else None
                 if alone_since and now - alone_since > NO_MACHINE_SECONDS:
-                    return 1, f"no machine has trained for {NO_MACHINE_SECONDS} s"
+                    return FAILED, f"no machine has trained for {NO_MACHINE_SECONDS} s"
                 time.sleep(0.25)
         except (RayActorError, GetTimeoutError) as e:
             self.holder_gone = True
             why = f"no answer within {SYNC_TIMEOUT} s" if isinstance(e, GetTimeoutError) else _last_line(e)
-            return 1, (f"the parameter holder is gone ({why}); the run stops; its last checkpoint is "
+            return FAILED, (f"the parameter holder is gone ({why}); the run stops; its last checkpoint is "
                        f"{self.run_dir / 'checkpoint.pt'}: continue with --resume {self.run_dir}")
 
     def finish(self, status: int, reason: str, note) -> int:
@@ -287,7 +288,7 @@ class Driver:
                     final = self.collect_eval()
                 elif note.signum is not None:  # so that --resume plays the final games
                     self.pending_eval = None
-                    code, name = STATUS[note.signum]
+                    code, name = SIGNALLED[note.signum]
                     _say(self.run_dir, f"{name}: the final evaluation is cut short; the run is saved without it")
                     status, reason = code, cut_reason(note.signum)
                 else:
@@ -301,7 +302,7 @@ class Driver:
                 if isinstance(e, GetTimeoutError) else _last_line(e)
             print(f"train.py: the cluster failed while finishing ({waited}); "
                   f"{self.run_dir / 'checkpoint.pt'} holds the last checkpoint", file=sys.stderr)
-            return 1
+            return FAILED
         if status != 0:
             print(f"train.py: {reason}", file=sys.stderr)
         print(f"{reason}: {done_line(summary, self.prior['frames'], self.wall0)} on {len(self.names)} machines, "

@@ -11,6 +11,7 @@ from types import SimpleNamespace
 from tqdm import tqdm
 
 from hogwild_dqn.config import Config
+from hogwild_dqn.exits import SIGNALLED
 
 
 class Stopped(Exception):
@@ -48,13 +49,10 @@ class Console:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         self.bar.close()
         if kind is KeyboardInterrupt:
-            self.status = (130, "interrupted (SIGINT)")
+            self.status = (SIGNALLED[signal.SIGINT][0], "interrupted (SIGINT)")
         elif kind is Stopped:
-            self.status = (143, "terminated (SIGTERM)")
+            self.status = (SIGNALLED[signal.SIGTERM][0], "terminated (SIGTERM)")
         return kind in (KeyboardInterrupt, Stopped)
-
-
-STATUS = {signal.SIGINT: (130, "SIGINT"), signal.SIGTERM: (143, "SIGTERM")}
 
 
 @contextmanager
@@ -66,7 +64,7 @@ def finishing():
     def noted(signum, frame):
         note.signum = signum
 
-    old = {sig: signal.signal(sig, noted) for sig in STATUS}
+    old = {sig: signal.signal(sig, noted) for sig in SIGNALLED}
     try:
         yield note
     finally:

@@ -1,14 +1,10 @@
-"""What ends a process for good, and the exit status that tells the runner so (no restart: a restart would meet
-it again), and the check by which a child sees its runner gone. A process's other failures are restarted within
---max-restarts."""
+"""What ends a process for good (its exit status: exits.py; no restart: a restart would meet it again), and the
+check by which a child sees its runner gone. A process's other failures are restarted within --max-restarts."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
-
-NONFINITE_EXIT = 3  # exit status of a process that met NaN/Inf
-WRITE_EXIT = 5  # exit status of a process that could not write a file of the run (a full disk)
 
 
 class NonFinite(RuntimeError):

@@ -14,6 +14,7 @@ import argparse
 import errno
 import math
 import shutil
+import signal
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from hogwild_dqn import exits
 from hogwild_dqn.config import ConfigError, Parser
 from hogwild_dqn.envs import make_env, protocol, render_problem, resolve
 from hogwild_dqn.files import WriteFailed, write_failed
@@ -146,13 +148,13 @@ def main(argv: list[str] | None = None) -> int:
                  args.epsilon)
     except ConfigError as e:
         print(f"play: error: {e}", file=sys.stderr)
-        return 2
+        return exits.BAD_INPUT
     except WriteFailed as e:
         print(f"play: error: {e}", file=sys.stderr)
-        return 1
+        return exits.FAILED
     except KeyboardInterrupt:
         print("play: interrupted", file=sys.stderr)
-        return 130
+        return exits.SIGNALLED[signal.SIGINT][0]
     print(f"mean {r['mean']:g} ± {r['std']:.1f} over {len(r['scores'])} games, min {r['min']:g}, max {r['max']:g}"
           + (f"; video {r['video']}" if r["video"] else ""))
     return 0

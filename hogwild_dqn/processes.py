@@ -14,10 +14,11 @@ from tqdm import tqdm
 from hogwild_dqn import metrics
 from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.checkpoint import atomic_save
-from hogwild_dqn.console import STATUS, Console, Stopped, finishing
+from hogwild_dqn.console import Console, Stopped, finishing
 from hogwild_dqn.evaluation import stop_reason
 from hogwild_dqn.evaluator import run_evaluator
-from hogwild_dqn.faults import NONFINITE_EXIT, WRITE_EXIT, NonFinite
+from hogwild_dqn.exits import FAILED, FINISHED, NONFINITE, SIGNALLED, WRITE_FAILED
+from hogwild_dqn.faults import NonFinite
 from hogwild_dqn.files import WriteFailed, write_failed
 from hogwild_dqn.rundir import Run, best_periodic
 from hogwild_dqn.shared import STOP, WORKERS_DONE, SharedState
@@ -37,13 +38,13 @@ def run_child(name: str, report, fn, *args) -> None:
         fn(*args)
     except NonFinite as e:
         report.send(("error", f"{name}: {e}"))
-        raise SystemExit(NONFINITE_EXIT) from None
+        raise SystemExit(NONFINITE) from None
     except WriteFailed as e:
         report.send(("error", f"{name}: {e}"))
-        raise SystemExit(WRITE_EXIT) from None
+        raise SystemExit(WRITE_FAILED) from None
     except BaseException:
         report.send(("error", traceback.format_exc()))
-        raise SystemExit(1) from None
+        raise SystemExit(FAILED) from None
 
 
 def worker_process(rank: int, restart: int, run: Run, shared: SharedState, report) -> None:
@@ -160,8 +161,8 @@ class Processes:
     def fatal(self, child: Child) -> bool:
         """Whether a dead child met what a restart would meet again: NaN/Inf (then the run keeps its last good
         checkpoint: `nonfinite`) or a file it could not write (a full disk)."""
-        self.nonfinite |= child.proc.exitcode == NONFINITE_EXIT
-        return child.proc.exitcode in (NONFINITE_EXIT, WRITE_EXIT)
+        self.nonfinite |= child.proc.exitcode == NONFINITE
+        return child.proc.exitcode in (NONFINITE, WRITE_FAILED)
 
     def write_checkpoint(self, state: dict) -> None:
         """The runner's checkpoint.pt, at the end of a session. The evaluator writes the same file at each
@@ -226,7 +227,7 @@ class Processes:
                            "stopping it: the run ends unscored (--resume plays it)", file=sys.stderr)
                 self.evaluator.proc.terminate()
             elif note is not None and note.signum is not None and not cut:
-                tqdm.write(f"{STATUS[note.signum][1]}: the final evaluation is cut short; the run is saved without "
+                tqdm.write(f"{SIGNALLED[note.signum][1]}: the final evaluation is cut short; the run is saved without "
                            "it", file=sys.stderr)
                 self.evaluator.proc.terminate()
                 cut = True
@@ -253,7 +254,7 @@ def _watch_loop(procs: Processes, writer, console: Console) -> tuple[int, str]:
     while not procs.finished():
         failure = procs.check()
         if failure:
-            return 1, failure
+            return FAILED, failure
         solved = [why for e in procs.evals[evals0:] if (why := stop_reason(e, cfg.stop_return))]
         if solved:
             return 0, solved[0]
@@ -264,7 +265,7 @@ def _watch_loop(procs: Processes, writer, console: Console) -> tuple[int, str]:
             try:
                 writer.add_scalar(metrics.FPS, (frames - last_frames) / (now - last_log), frames)
             except WriteFailed as e:  # the runner's own event file: the run stops as when a child cannot write
-                return 1, f"runner: {e}"
+                return FAILED, f"runner: {e}"
             last_log, last_frames = now, frames
         time.sleep(0.25)
-    return 0, "finished"
+    return FINISHED, "finished"

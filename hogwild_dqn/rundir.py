@@ -11,6 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from hogwild_dqn import exits
 from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.config import Config, ConfigError
 
@@ -94,7 +95,6 @@ def final_eval(evals: list[dict]) -> dict | None:
     return {k: last[k] for k in ("frames", "mean_return", "std_return", "episodes", "returns")}
 
 
-UNSCORED_EXIT = 4  # the run trained, but its final evaluation (its score) was cut: --resume plays it
 
 
 def scored(status: int, reason: str, evals: list[dict]) -> tuple[int, str]:
@@ -102,7 +102,7 @@ def scored(status: int, reason: str, evals: list[dict]) -> tuple[int, str]:
     dead evaluator) is "unscored", exit 4, never done: `make benchmark` resumes it to play the evaluation."""
     if status != 0 or final_eval(evals) is not None:
         return status, reason
-    return UNSCORED_EXIT, f"unscored: {reason}, but the final evaluation was cut; --resume plays it"
+    return exits.UNSCORED, f"unscored: {reason}, but the final evaluation was cut; --resume plays it"
 
 
 def cut_reason(signum: int) -> str:

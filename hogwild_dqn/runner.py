@@ -14,8 +14,9 @@ import torch.multiprocessing as mp
 from hogwild_dqn import config, memory, metrics
 from hogwild_dqn.checkpoint import atomic_json, resume_point, snapshot
 from hogwild_dqn.config import Config, ConfigError, first_line
-from hogwild_dqn.console import STATUS, finishing
+from hogwild_dqn.console import finishing
 from hogwild_dqn.envs import env_spec
+from hogwild_dqn.exits import FAILED, SIGNALLED
 from hogwild_dqn.files import WriteFailed
 from hogwild_dqn.processes import Processes, stop_resource_tracker, watch
 from hogwild_dqn.rundir import (
@@ -34,8 +35,8 @@ from hogwild_dqn.shared import all_finite, new_shared_state
 
 
 def run(cfg: Config, resume: str | None = None) -> int:
-    """Train; return the process exit status (0 finished or solved, 1 a process failed, 4 unscored: its final
-    evaluation was cut, 130/143 interrupted)."""
+    """Train; return the process exit status (exits.py: finished or solved, a process failed, unscored: its final
+    evaluation was cut, stopped by a signal)."""
     spec = env_spec(cfg)
     threads = cfg.resolved_threads()
     too_big = memory.check(cfg, spec, threads, psutil.virtual_memory().available)
@@ -58,14 +59,14 @@ def run(cfg: Config, resume: str | None = None) -> int:
     with finishing() as note:  # a signal from here on cuts the final evaluation, never the saving
         procs.stop(wait_for_eval=status == 0, note=note)
         if note.signum is not None and status == 0 and final_eval(procs.evals) is None:
-            status, reason = STATUS[note.signum][0], cut_reason(note.signum)
+            status, reason = SIGNALLED[note.signum][0], cut_reason(note.signum)
         status, reason = scored(status, reason, procs.evals)
         trained, evals, best = shared.frames(), procs.evals, procs.best()
         kept = confirmed(evals)  # the evaluator wrote the confirmed weights as checkpoint.pt: they are the run's
         frames = kept["frames"] if kept else trained
         broken = procs.nonfinite or not all_finite(shared.model.parameters())
         if broken:  # keep the last good checkpoint rather than overwrite it with weights that met NaN/Inf
-            status, reason = 1, reason if procs.nonfinite else "non-finite shared parameters at the end of the run"
+            status, reason = FAILED, reason if procs.nonfinite else "non-finite shared parameters at the end of the run"
             print(f"{run_dir / 'checkpoint.pt'} left as it was: the run met NaN/Inf", file=sys.stderr)
         summary = make_summary(run, reason, frames, evals, trained)
         final = summary["final_eval"]
@@ -74,12 +75,12 @@ def run(cfg: Config, resume: str | None = None) -> int:
                 procs.write_checkpoint(snapshot(shared, frames, best, run))
             atomic_json(summary, run_dir / "summary.json")
         except WriteFailed as e:
-            if status == 1:  # what stopped the run comes first (a child's full disk, say)
+            if status == FAILED:  # what stopped the run comes first (a child's full disk, say)
                 print(f"train.py: error: {reason}", file=sys.stderr)
             print(f"train.py: error: {e}", file=sys.stderr)
             _close(writer)
             stop_resource_tracker()
-            return 1
+            return FAILED
     try:
         writer.add_scalar(metrics.FPS, summary["frames_per_second"], frames)
         metrics.write_hparams(writer, {"game": cfg.game, "algo": cfg.algo, "threads": threads, "seed": cfg.seed,
@@ -91,7 +92,7 @@ def run(cfg: Config, resume: str | None = None) -> int:
     except WriteFailed as e:  # the checkpoint and summary are written: the run is whole, its last scalars not
         print(f"train.py: error: {e}", file=sys.stderr)
         _close(writer)
-        status = status or 1
+        status = status or FAILED
     stop_resource_tracker()
     print(f"{reason}: {done_line(summary, prior['frames'], prior['wall_seconds'])}, {result_line(summary)}, "
           f"run dir {run_dir}")

@@ -30,7 +30,7 @@ How gradients reach the shared parameters: each worker computes gradients on its
 them explicitly to `optimizer.step(grads, lr)`. Nothing aliases `.grad` between the local and the shared
 model, so PyTorch 2.x's `zero_grad()` (which sets grads to None) cannot leave a stale gradient behind.
 A non-finite gradient is never applied: `push_gradients` raises NonFinite first, and the process exits with
-faults.NONFINITE_EXIT, which the runner treats as fatal (no restart, no checkpoint over the last good one).
+exits.NONFINITE, which the runner treats as fatal (no restart, no checkpoint over the last good one).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ full disk) is one line and exit code 1."""
 import sys
 from pathlib import Path
 
-from hogwild_dqn import __version__
+from hogwild_dqn import __version__, exits
 from hogwild_dqn.config import ConfigError, load, start_line
 from hogwild_dqn.files import WriteFailed
 
@@ -25,10 +25,10 @@ def main(argv: list[str] | None = None) -> int:
         return run(cfg, resume)
     except ConfigError as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
-        return 2
+        return exits.BAD_INPUT
     except WriteFailed as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
-        return 1
+        return exits.FAILED
 
 
 if __name__ == "__main__":

@@ -41,8 +41,9 @@ from pathlib import Path
 
 from hogwild_dqn.config import DEFAULT_ALGO, ConfigError, Parser
 from hogwild_dqn.envs import resolve
+from hogwild_dqn.exits import STOPPED, UNSCORED
 from hogwild_dqn.files import WriteFailed, atomic_bytes, cause, write_failed
-from hogwild_dqn.rundir import UNSCORED_EXIT, is_periodic
+from hogwild_dqn.rundir import is_periodic
 from hogwild_dqn.tools import (
     TRAIN,
     atari5,
@@ -222,13 +223,13 @@ def run_suite(args: argparse.Namespace) -> list[str]:
         say(args, f"start {name} (commit {commit()}, {machine()}): {' '.join(cmd[1:])}")
         rc = train(cmd, args.logdir / f"{name}.log")
         say(args, f"end {name} rc={rc}")
-        if rc == UNSCORED_EXIT:  # trained, but its final evaluation was cut: play it now, once
+        if rc == UNSCORED:  # trained, but its final evaluation was cut: play it now, once
             cmd = resume_or_start(args.logdir / name, cmd)
             say(args, f"resume {name}, unscored, to play its final evaluation: {' '.join(cmd[1:])}")
             rc = train(cmd, args.logdir / f"{name}.log")
             say(args, f"end {name} rc={rc}")
         keep(args, name)
-        if rc in (130, 143):  # the run was stopped (Ctrl-C, SIGTERM): so is the suite
+        if rc in STOPPED:  # the run was stopped (Ctrl-C, SIGTERM): so is the suite
             raise KeyboardInterrupt
         if rc == 2:  # its command line was refused: every other run's would be too
             said = (args.logdir / f"{name}.log").read_text().strip().splitlines()

@@ -1,0 +1,15 @@
+"""The trainer's exit statuses, each written once: what `train.py` (and `hogwild-play`, the tools) return, and
+what a child process's exit code tells the runner (a restart would meet the same fault again: no restart)."""
+
+from __future__ import annotations
+
+import signal
+
+FINISHED = 0      # every frame trained, or a confirmed --stop-return, and scored
+FAILED = 1        # a process failed past its restarts, a file could not be written, NaN/Inf
+BAD_INPUT = 2     # a bad flag, preset, run dir or checkpoint: one line, nothing started or written
+NONFINITE = 3     # a child met NaN/Inf in a loss, a gradient or the shared weights
+UNSCORED = 4      # the run trained, but its final evaluation (its score) was cut: --resume plays it
+WRITE_FAILED = 5  # a child could not write a file of the run (a full disk)
+SIGNALLED = {signal.SIGINT: (130, "SIGINT"), signal.SIGTERM: (143, "SIGTERM")}  # stopped: (status, name)
+STOPPED = {code for code, _ in SIGNALLED.values()}
