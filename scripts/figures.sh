@@ -83,3 +83,8 @@ $PY -m hogwild_dqn.tools.curves --x frames --by seed --title "BeamRider, seed 1:
   --out docs/ppo_fire_beamrider_frames.png docs/benchmark-ppo/records/BeamRider-ppo-s1.json="PPO, FIRE reset (3ffa1db)," \
   docs/screens/ppo-nofire/BeamRider-ppo-s1.json="PPO, no FIRE reset (6ab7ddc)," \
   docs/benchmark/records/BeamRider-a3c-s1.json="A3C, no FIRE reset,"
+$PY -m hogwild_dqn.tools.curves --x frames --by seed --title "Seaquest, seed 1: PPO's epochs and the bf16 learner" \
+  --out docs/ppo_bf16_seaquest_frames.png docs/benchmark-ppo/records/Seaquest-ppo-s1.json="2 epochs, fp32 (the default)," \
+  docs/benchmark-ppo-epochs4/records/Seaquest-ppo-s1.json="4 epochs, fp32 (3ffa1db)," \
+  docs/screens/ppo-bf16-e4/Seaquest-ppo-s1.json="4 epochs, bf16 (abb45c5)," \
+  docs/benchmark/records/Seaquest-a3c-s1.json="A3C,"
