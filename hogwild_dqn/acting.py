@@ -1,36 +1,13 @@
-"""How actions are picked, written once for training, evaluation and load_policy: sampling a policy (A3C), its
-most likely action (deterministic evaluation), and epsilon-greedy on Q-values (the value-based methods), for a
-batch of rows with the caller's own numpy generator."""
+"""How actions are picked, written once for training, evaluation and load_policy: from a policy (A3C, PPO:
+distributions.sample), or epsilon-greedy on Q-values (the value-based methods), for a batch of rows with the
+caller's own numpy generator."""
 
 from __future__ import annotations
 
 import numpy as np
 import torch
 
-from hogwild_dqn.faults import NonFinite
-from hogwild_dqn.networks import gaussian
-
-
-def sample(policy: torch.Tensor, rng: np.random.Generator) -> np.ndarray:
-    """One action per row, drawn with the worker's own generator: an index from softmax logits (rows, actions),
-    or a vector of floats from a Gaussian's (mean, variance) (rows, 2, components), unclipped (the env clips)."""
-    if (normal := gaussian(policy)) is not None:
-        mean, var = (t.numpy() for t in normal)
-        if not (np.isfinite(mean).all() and np.isfinite(var).all()):
-            raise NonFinite("non-finite policy while acting")
-        return mean + np.sqrt(var) * rng.standard_normal(mean.shape)
-    cdf = torch.softmax(policy, dim=1).cumsum(1).numpy()
-    if not np.isfinite(cdf[:, -1]).all():
-        raise NonFinite("non-finite policy while acting")
-    u = rng.random(len(cdf)) * cdf[:, -1]
-    return np.minimum((cdf <= u[:, None]).sum(1), cdf.shape[1] - 1)
-
-
-def most_likely(policy: torch.Tensor) -> np.ndarray:
-    """One action per row without drawing: the most likely index of softmax logits, or a Gaussian's mean."""
-    if (normal := gaussian(policy)) is not None:
-        return normal[0].numpy()
-    return policy.argmax(1).numpy()
+from hogwild_dqn.distributions import sample
 
 
 def act_many(net: torch.nn.Module, obs: torch.Tensor, eps, actor_critic: bool,

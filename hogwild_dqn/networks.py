@@ -180,11 +180,6 @@ class GaussianHead(nn.Module):
         return torch.stack((mean, var + self.MIN_VARIANCE), -2)
 
 
-def gaussian(policy: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
-    """(mean, variance) of a policy head's output (rows, 2, components); None for softmax logits."""
-    return (policy[:, 0], policy[:, 1]) if policy.dim() == 3 else None
-
-
 def policy_head(hidden: int, spec, std_max: float = 0.0, std_init: float = 0.0) -> nn.Module:
     """Logits over spec.n_actions actions, or a Gaussian over spec.n_actions components when continuous."""
     if getattr(spec, "continuous", False):

@@ -12,11 +12,12 @@ from types import SimpleNamespace
 import numpy as np
 import torch
 
-from hogwild_dqn.acting import act_many, most_likely, sample
+from hogwild_dqn.acting import act_many
 from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.checkpoint import read_checkpoint
 from hogwild_dqn.config import FIELDS, Config, ConfigError, first_line
-from hogwild_dqn.networks import gaussian, is_recurrent, network_for
+from hogwild_dqn.distributions import gaussian, most_likely, sample
+from hogwild_dqn.networks import is_recurrent, network_for
 
 EVAL_SEED_OFFSET = 10_000  # evaluation games never share seeds with the workers'
 

@@ -14,12 +14,11 @@ import numpy as np
 import torch
 
 from hogwild_dqn import metrics
-from hogwild_dqn.acting import sample
 from hogwild_dqn.actor_learner import ActorLearner
 from hogwild_dqn.algorithms import ALGORITHMS
-from hogwild_dqn.algorithms.a3c import log_prob_entropy
 from hogwild_dqn.algorithms.ppo import Minibatch
 from hogwild_dqn.algorithms.returns import gae
+from hogwild_dqn.distributions import log_prob_entropy, sample
 from hogwild_dqn.normalizers import obs_norm, value_norm
 from hogwild_dqn.precision import learner_bf16
 from hogwild_dqn.rundir import Run

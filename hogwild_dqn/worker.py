@@ -11,10 +11,11 @@ import numpy as np
 import torch
 
 from hogwild_dqn import metrics
-from hogwild_dqn.acting import act_many, sample
+from hogwild_dqn.acting import act_many
 from hogwild_dqn.actor_learner import ActorLearner
 from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.algorithms.returns import Segment
+from hogwild_dqn.distributions import sample
 from hogwild_dqn.networks import is_recurrent
 from hogwild_dqn.normalizers import obs_norm
 from hogwild_dqn.rundir import Run

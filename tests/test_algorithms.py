@@ -7,9 +7,10 @@ import sys
 import pytest
 import torch
 
-from hogwild_dqn.algorithms.a3c import a3c_loss, log_prob_entropy
+from hogwild_dqn.algorithms.a3c import a3c_loss
 from hogwild_dqn.algorithms.q_learning import nq_loss, q1_loss, sarsa1_loss
 from hogwild_dqn.algorithms.returns import Segment, n_step_returns, one_step_targets
+from hogwild_dqn.distributions import log_prob_entropy
 from tests.conftest import ROOT
 
 F, T_ = False, True

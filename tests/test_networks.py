@@ -216,7 +216,7 @@ def test_continuous_actions_get_a_gaussian_head_for_ff_and_lstm():
 def test_policy_std_max_bounds_the_gaussian_and_its_entropy_bonus():
     """--policy-std-max: however far the entropy bonus pushes the head's output, the standard deviation stays
     below the bound (and keeps a gradient back); unbounded, the softplus grows with it."""
-    from hogwild_dqn.algorithms.a3c import log_prob_entropy
+    from hogwild_dqn.distributions import log_prob_entropy
 
     cfg = Config(game="Pendulum-v1", hidden=16, mlp_layers=1)
     spec = env_spec(cfg)
@@ -239,7 +239,7 @@ def test_policy_std_max_bounds_the_gaussian_and_its_entropy_bonus():
 def test_policy_std_init_learns_one_deviation_for_every_state():
     """--policy-std-init S: the standard deviation is one parameter per component, S at first, the same for
     every observation, and the loss's gradient reaches it (feed-forward and LSTM alike)."""
-    from hogwild_dqn.algorithms.a3c import log_prob_entropy
+    from hogwild_dqn.distributions import log_prob_entropy
 
     cfg = Config(game="Pendulum-v1", hidden=16, mlp_layers=1, policy_std_init=0.5)
     for net in (network_for(cfg, env_spec(cfg)), network_for(dataclasses.replace(cfg, net="lstm"), env_spec(cfg))):

@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 import torch
 
-from hogwild_dqn.acting import act_many, sample
+from hogwild_dqn.acting import act_many
 from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.algorithms.returns import Segment
 from hogwild_dqn.config import Config
+from hogwild_dqn.distributions import sample
 from hogwild_dqn.faults import NonFinite
 from hogwild_dqn.networks import network_for
 from hogwild_dqn.worker import GameStates, Rollout, segment_loss

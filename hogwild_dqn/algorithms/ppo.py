@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 import torch
 
-from hogwild_dqn.algorithms.a3c import log_prob_entropy
+from hogwild_dqn.distributions import log_prob_entropy
 
 
 class Minibatch(NamedTuple):

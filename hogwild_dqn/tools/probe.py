@@ -25,11 +25,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from hogwild_dqn.algorithms.a3c import log_prob_entropy
 from hogwild_dqn.config import ConfigError, Parser
+from hogwild_dqn.distributions import gaussian, log_prob_entropy
 from hogwild_dqn.envs import make_env
 from hogwild_dqn.metrics import feature_spread
-from hogwild_dqn.networks import gaussian, is_recurrent
+from hogwild_dqn.networks import is_recurrent
 from hogwild_dqn.policy import load_policy
 
 
