@@ -20,8 +20,11 @@ from hogwild_dqn.evaluator import run_evaluator
 from hogwild_dqn.exits import FAILED, FINISHED, NONFINITE, SIGNALLED, WRITE_FAILED
 from hogwild_dqn.faults import NonFinite
 from hogwild_dqn.files import WriteFailed, write_failed
+from hogwild_dqn.ppo_worker import run_ppo_worker
+from hogwild_dqn.replay_worker import run_replay_worker
 from hogwild_dqn.rundir import Run, best_periodic
 from hogwild_dqn.shared import STOP, WORKERS_DONE, SharedState
+from hogwild_dqn.worker import run_worker
 
 JOIN_SECONDS = 8       # stopping workers may take this long before they are terminated (exit within 10 s)
 EVAL_RESTARTS = 3      # a crashed evaluator is restarted this many times; training goes on meanwhile
@@ -47,12 +50,20 @@ def run_child(name: str, report, fn, *args) -> None:
         raise SystemExit(FAILED) from None
 
 
+# The workers' loops, by the name an ALGORITHMS row gives (the table stays torch-free for config.py): imported
+# here, so the import graph shows which module each worker runs.
+LOOPS = {"on_policy": run_worker, "ppo": run_ppo_worker, "replay": run_replay_worker}
+
+
+def worker_loop(algo: str):
+    """The loop a worker of `algo` runs: (rank, restart, run, shared) -> None."""
+    return LOOPS[ALGORITHMS[algo].loop]
+
+
 def worker_process(rank: int, restart: int, run: Run, shared: SharedState, report) -> None:
     """A worker's entry point (spawn); failures go up `report`, a pipe to the runner. `restart`: the run's
-    restarts so far when this process started (0 at first; it picks the worker's random streams). The
-    algorithm's ALGORITHMS row names its loop (worker.run_worker, the on-policy segments, unless it has its own:
-    DQN's in replay_worker.py, PPO's in ppo_worker.py)."""
-    run_child(f"worker{rank}", report, ALGORITHMS[run.cfg.algo].loop, rank, restart, run, shared)
+    restarts so far when this process started (0 at first; it picks the worker's random streams)."""
+    run_child(f"worker{rank}", report, worker_loop(run.cfg.algo), rank, restart, run, shared)
 
 
 def evaluator_process(run: Run, shared: SharedState, best: float, evals: list, report) -> None:

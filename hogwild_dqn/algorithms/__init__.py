@@ -24,18 +24,14 @@ class Algorithm:
     minibatches: bool = False      # optimizes each rollout in --ppo-minibatches minibatches, --ppo-epochs times
     networks: tuple = ("ff",)      # --net choices: ff (feed-forward), lstm (carries a recurrent state across steps)
     action_spaces: tuple = ("Discrete",)  # gymnasium action spaces it acts in; Box: a Gaussian policy head
-    loop_path: str = "hogwild_dqn.worker:run_worker"  # "module:function" of its worker's loop (rank, restart, run,
-                                                      # shared); the on-policy segment loop unless it needs its own
+    loop: str = "on_policy"        # its workers' loop, by name (processes.LOOPS): the on-policy segments
+                                   # (worker.py) unless it needs its own (ppo, replay)
     presets: str = ""              # its own presets configs/<presets>_<kind>.yaml (kind: atari, cartpole, ...)
                                    # where there is one; else the kind's shared preset
 
     @property
     def loss(self):
         return _load(self.loss_path)
-
-    @property
-    def loop(self):
-        return _load(self.loop_path)
 
 
 def _load(path: str):
@@ -56,11 +52,11 @@ ALGORITHMS = {
                      action_spaces=("Discrete", "Box")),
     "dqn": Algorithm("hogwild_dqn.algorithms.dqn:dqn_loss", "DQN with a replay memory in each worker (one "
                      "worker: standard DQN; several: asynchronous DQN)", actor_critic=False, target_network=True,
-                     replay=True, loop_path="hogwild_dqn.replay_worker:run_replay_worker", presets="dqn"),
+                     replay=True, loop="replay", presets="dqn"),
     "ppo": Algorithm("hogwild_dqn.algorithms.ppo:ppo_loss", "proximal policy optimization, asynchronous: each "
                      "worker optimizes its own rollouts, every minibatch's gradient into the shared model",
                      actor_critic=True, target_network=False, minibatches=True, action_spaces=("Discrete", "Box"),
-                     loop_path="hogwild_dqn.ppo_worker:run_ppo_worker", presets="ppo"),
+                     loop="ppo", presets="ppo"),
 }
 
 

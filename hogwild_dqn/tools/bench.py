@@ -43,7 +43,7 @@ import torch.multiprocessing as mp
 from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.config import Config, ConfigError, build_parser, default_preset, first_line, read_yaml
 from hogwild_dqn.envs import env_spec
-from hogwild_dqn.processes import Processes
+from hogwild_dqn.processes import Processes, worker_loop
 from hogwild_dqn.rundir import Run
 from hogwild_dqn.shared import new_shared_state
 
@@ -195,7 +195,7 @@ def profile_worker(cfg: Config, frames: int, rows: int = 25) -> str:
     cfg = Config(**{**cfg.to_dict(), "frames": frames})
     spec = env_spec(cfg)
     shared = new_shared_state(cfg, spec, 1)
-    loop = ALGORITHMS[cfg.algo].loop
+    loop = worker_loop(cfg.algo)
     prof = cProfile.Profile()
     with tempfile.TemporaryDirectory() as run_dir:
         t0 = time.perf_counter()
