@@ -17,7 +17,7 @@ __all__ = ["load_policy", "make_env"]
 def __getattr__(name: str):
     # lazy, so that `import hogwild_dqn.config` (train.py's bad-input path) does not load torch and the ALE
     if name == "load_policy":
-        from hogwild_dqn.policy import load_policy
+        from hogwild_dqn.evaluation.policy import load_policy
 
         return load_policy
     if name == "make_env":

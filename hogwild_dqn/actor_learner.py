@@ -1,7 +1,9 @@
 """What every actor-learner process has, whatever its algorithm, written once: its random streams and
 exploration, its games, its learning-rate schedule, the one gradient step into the shared model, the checks that
-end its loop, and its logging. worker.py (the on-policy methods) and replay_worker.py (DQN) each add their own
-loop body (`step`)."""
+end its loop, and its logging; and what the loops share in collecting experience: their games' first
+observations, one step of a game (its score logged when it ends), the shared observation statistics fed.
+worker.py (the on-policy methods), ppo_worker.py (PPO) and replay_worker.py (DQN) each add their own loop body
+(`step`)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from hogwild_dqn import metrics
 from hogwild_dqn.envs import make_env
 from hogwild_dqn.faults import NonFinite, runner_alive
 from hogwild_dqn.networks import network_for
+from hogwild_dqn.normalizers import obs_norm
 from hogwild_dqn.rundir import Run
 from hogwild_dqn.schedules import draw_final_epsilon, epsilon, learning_rate
 from hogwild_dqn.seeding import worker_streams
@@ -45,6 +48,24 @@ class ActorLearner:
         self.writer = metrics.make_writer(run.run_dir, f"worker{rank}")
         self.frames, self.updates, self.sums = shared.frames(), 0, {}
         self.runner_alive = runner_alive()
+        self.shared_norm = obs_norm(shared.model)  # --obs-normalize: all workers' observations feed it
+
+    def first_observations(self) -> list[np.ndarray]:
+        """Each game's first observation (make_env seeded it: the first game, without a second ROM load)."""
+        return [env.reset()[0] for env in self.envs]
+
+    def step_game(self, k: int, action) -> tuple:
+        """Game k's step on `action` (an index, or a continuous action's components); a game that ends logs its
+        score. Returns gymnasium's (obs, reward, terminated, truncated, info)."""
+        out = self.envs[k].step(action.copy() if self.run.spec.continuous else int(action))
+        self.episode(out[4])
+        return out
+
+    def observed(self, obs: torch.Tensor) -> None:
+        """--obs-normalize: a rollout's observations into the shared statistics, once it has been acted on and
+        before it is learnt from (each loop acts and learns with the statistics as synced)."""
+        if self.shared_norm is not None:
+            self.shared_norm.update(obs)
 
     def local_copy(self) -> tuple[torch.nn.Module, Callable[[], None]]:
         """A local network of the run, and the sync that refreshes it from the shared model: the weights, and the

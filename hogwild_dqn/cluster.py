@@ -13,7 +13,7 @@ The only modules that import Ray (this one and cluster_actors.py, where the acto
   and one more game as a GIF at a new best.
 - Driver (run_cluster, on the head): starts them, starts a pool on every machine that joins or comes back,
   logs machines that are lost, asks for evaluations, and ends the run when the global frames are done, an
-  evaluation reaches --stop-return, or the holder is gone. Evaluation itself is evaluation.py's, as on one
+  evaluation reaches --stop-return, or the holder is gone. Evaluation itself is evaluation/'s, as on one
   machine; the progress line and stop signals are console.py's.
 """
 
@@ -35,10 +35,10 @@ from hogwild_dqn.cluster_actors import SYNC_TIMEOUT, Evaluator, NodePool, Parame
 from hogwild_dqn.config import Config, ConfigError, first_line
 from hogwild_dqn.console import Console, finishing
 from hogwild_dqn.envs import env_spec
-from hogwild_dqn.evaluation import needs_confirmation, next_point, points_skipped, stop_reason
+from hogwild_dqn.evaluation.scores import ending, last_line, needs_confirmation, next_point, points_skipped, stop_reason
 from hogwild_dqn.exits import FAILED, FINISHED, SIGNALLED
 from hogwild_dqn.faults import NonFinite
-from hogwild_dqn.rundir import cut_reason, done_line, no_prior, prepare_run_dir, result_line, scored
+from hogwild_dqn.rundir import no_prior, prepare_run_dir
 
 REJOIN_SCAN_SECONDS = 2  # how often the driver looks for machines that joined or came back
 NO_MACHINE_SECONDS = 120  # with no machine left this long, the run stops
@@ -288,14 +288,13 @@ class Driver:
                     final = self.collect_eval()
                 elif note.signum is not None:  # so that --resume plays the final games
                     self.pending_eval = None
-                    code, name = SIGNALLED[note.signum]
-                    _say(self.run_dir, f"{name}: the final evaluation is cut short; the run is saved without it")
-                    status, reason = code, cut_reason(note.signum)
+                    _say(self.run_dir, f"{SIGNALLED[note.signum][1]}: the final evaluation is cut short; the run "
+                                       "is saved without it")
                 else:
                     self.pending_eval = None
                     _say(self.run_dir, f"the final evaluation took over --final-eval-seconds "
                                        f"{self.cfg.final_eval_seconds}; the run ends unscored (--resume plays it)")
-                status, reason = scored(status, reason, [final] if final else [])
+                status, reason = ending(status, reason, [final] if final else [], note.signum)
             summary = ray.get(self.holder.finish.remote(reason, sorted(self.names.values())), timeout=SYNC_TIMEOUT)
         except RayError as e:
             waited = f"no answer from the parameter holder within {SYNC_TIMEOUT} s" \
@@ -305,8 +304,7 @@ class Driver:
             return FAILED
         if status != 0:
             print(f"train.py: {reason}", file=sys.stderr)
-        print(f"{reason}: {done_line(summary, self.prior['frames'], self.wall0)} on {len(self.names)} machines, "
-              f"{result_line(summary)}, run dir {self.run_dir}")
+        print(last_line(reason, summary, {**self.prior, "wall_seconds": self.wall0}, self.run_dir, len(self.names)))
         return status
 
 

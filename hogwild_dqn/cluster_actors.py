@@ -17,12 +17,13 @@ from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.checkpoint import atomic_json, atomic_save, checkpoint_state
 from hogwild_dqn.config import Config
 from hogwild_dqn.envs import EnvSpec
-from hogwild_dqn.evaluation import Recorder, best_episode_gif, confirmation, evaluation_player, play_games
+from hogwild_dqn.evaluation.games import Recorder, best_episode_gif, evaluation_player, play_games
+from hogwild_dqn.evaluation.scores import confirmation, confirmed, make_summary
 from hogwild_dqn.faults import NonFinite
 from hogwild_dqn.networks import network_for
 from hogwild_dqn.normalizers import RunningNorm, running_norms
 from hogwild_dqn.processes import Processes
-from hogwild_dqn.rundir import Run, confirmed, make_summary
+from hogwild_dqn.rundir import Run
 from hogwild_dqn.shared import STOP, all_finite, new_shared_state, sync_local, target_epoch_due
 
 NEVER = 2**62            # a machine's workers never copy the target network: the holder's copy is pushed to them

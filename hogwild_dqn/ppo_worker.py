@@ -19,7 +19,7 @@ from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.algorithms.ppo import Minibatch
 from hogwild_dqn.algorithms.returns import gae
 from hogwild_dqn.distributions import log_prob_entropy, sample
-from hogwild_dqn.normalizers import obs_norm, value_norm
+from hogwild_dqn.normalizers import value_norm
 from hogwild_dqn.precision import learner_bf16
 from hogwild_dqn.rundir import Run
 from hogwild_dqn.shared import STOP, SharedState
@@ -33,7 +33,6 @@ class PPO:
         self.loss_fn = ALGORITHMS[cfg.algo].loss
         self.local, self.sync = worker.local_copy()
         self.params = list(self.local.parameters())
-        self.shared_norm = obs_norm(worker.shared.model)  # --obs-normalize: all workers' observations feed it
         self.value_norm = value_norm(self.local)  # --value-normalize: as synced when acting
         self.shared_value_norm = value_norm(worker.shared.model)  # all workers' returns feed it
         E, T = cfg.envs_per_worker, cfg.t_max
@@ -43,8 +42,8 @@ class PPO:
         self.log_probs, self.values, self.next_values, self.rewards = (torch.zeros(E, T) for _ in range(4))
         self.terminated, self.truncated = torch.zeros(E, T, dtype=torch.bool), torch.zeros(E, T, dtype=torch.bool)
         self.current = torch.zeros((E, *spec.obs_shape), dtype=obs_dtype)  # each game's observation now
-        for k, env in enumerate(worker.envs):
-            self.current[k] = torch.as_tensor(env.reset()[0])  # make_env seeded it
+        for k, obs in enumerate(worker.first_observations()):
+            self.current[k] = torch.as_tensor(obs)
         self.seconds = {"env": 0.0, "act": 0.0, "learn": 0.0}
         self.bf16 = learner_bf16(cfg.learner_precision, spec.is_atari)
         self.inputs = self.batch = None  # the rollout's inputs as the first layer reads them, a minibatch's
@@ -55,8 +54,7 @@ class PPO:
         self.sync()
         version = int(w.shared.worker_updates.sum())  # the acting weights' place among all workers' updates
         self.play()
-        if self.shared_norm is not None:  # acted with the statistics as synced; the next rollout has these
-            self.shared_norm.update(self.obs.flatten(0, 1))
+        w.observed(self.obs.flatten(0, 1))  # acted with the statistics as synced; the next rollout has these
         t0 = time.perf_counter()
         values, next_values = self.values, self.next_values
         if self.value_norm is not None:  # the head's outputs are standardized returns: back to returns
@@ -76,7 +74,7 @@ class PPO:
         """--t-max steps in every game, with the synced weights: each step's observation, action, its
         log-probability and value, reward, ends, and V of the state it led to. A game that ends is reset and
         goes on within the rollout; at a truncation V of its last observation is the bootstrap."""
-        w, spec, T = self.w, self.w.run.spec, self.rewards.shape[1]
+        w, T = self.w, self.rewards.shape[1]
         act_s = env_s = 0.0
         cuts = []  # (step, game, last observation) of each game a time limit cut
         for t in range(T):
@@ -88,9 +86,8 @@ class PPO:
             self.log_probs[:, t] = log_prob_entropy(policy, self.actions[:, t])[0]
             t1 = time.perf_counter()
             for k, env in enumerate(w.envs):
-                obs, r, term, trunc, info = env.step(chosen[k].copy() if spec.continuous else int(chosen[k]))
+                obs, r, term, trunc, _ = w.step_game(k, chosen[k])
                 self.rewards[k, t], self.terminated[k, t], self.truncated[k, t] = float(r), term, trunc
-                w.episode(info)
                 if trunc and not term:
                     cuts.append((t, k, torch.as_tensor(obs)))
                 if term or trunc:

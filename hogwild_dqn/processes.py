@@ -15,14 +15,14 @@ from hogwild_dqn import metrics
 from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.checkpoint import atomic_save
 from hogwild_dqn.console import Console, Stopped, finishing
-from hogwild_dqn.evaluation import stop_reason
-from hogwild_dqn.evaluator import run_evaluator
+from hogwild_dqn.evaluation.evaluator import run_evaluator
+from hogwild_dqn.evaluation.scores import best_periodic, stop_reason
 from hogwild_dqn.exits import FAILED, FINISHED, NONFINITE, SIGNALLED, WRITE_FAILED
 from hogwild_dqn.faults import NonFinite
 from hogwild_dqn.files import WriteFailed, write_failed
 from hogwild_dqn.ppo_worker import run_ppo_worker
 from hogwild_dqn.replay_worker import run_replay_worker
-from hogwild_dqn.rundir import Run, best_periodic
+from hogwild_dqn.rundir import Run
 from hogwild_dqn.shared import STOP, WORKERS_DONE, SharedState
 from hogwild_dqn.worker import run_worker
 

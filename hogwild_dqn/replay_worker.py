@@ -69,7 +69,7 @@ class Replay:
         self.memory = ReplayMemory(cfg.replay_size, spec.obs_shape, spec.is_atari)
         self.nstep = NStep(cfg.n_step, cfg.gamma)
         (self.env,) = worker.envs
-        self.obs, _ = self.env.reset()  # make_env seeded it
+        (self.obs,) = worker.first_observations()
         self.refs = self.memory.add_first(self.obs)
         self.steps = 0
 
@@ -77,11 +77,10 @@ class Replay:
         w, memory, cfg = self.w, self.memory, self.w.cfg
         eps = w.epsilon()
         action = self.learner.act(self.obs, eps)
-        self.obs, reward, term, trunc, info = self.env.step(action)
+        self.obs, reward, term, trunc, _ = w.step_game(0, action)
         next_refs = memory.add_next(self.refs, self.obs)
         for transition in self.nstep.push(self.refs, action, float(reward), next_refs, bool(term), bool(trunc)):
             memory.add(*transition)
-        w.episode(info)
         if term or trunc:
             self.obs, _ = self.env.reset()
             self.refs = memory.add_first(self.obs)

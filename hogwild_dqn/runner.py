@@ -16,21 +16,11 @@ from hogwild_dqn.checkpoint import atomic_json, resume_point, snapshot
 from hogwild_dqn.config import Config, ConfigError, first_line
 from hogwild_dqn.console import finishing
 from hogwild_dqn.envs import env_spec
-from hogwild_dqn.exits import FAILED, SIGNALLED
+from hogwild_dqn.evaluation.scores import confirmed, ending, last_line, make_summary
+from hogwild_dqn.exits import FAILED
 from hogwild_dqn.files import WriteFailed
 from hogwild_dqn.processes import Processes, stop_resource_tracker, watch
-from hogwild_dqn.rundir import (
-    Run,
-    confirmed,
-    cut_reason,
-    done_line,
-    final_eval,
-    make_summary,
-    no_prior,
-    prepare_run_dir,
-    result_line,
-    scored,
-)
+from hogwild_dqn.rundir import Run, no_prior, prepare_run_dir
 from hogwild_dqn.shared import all_finite, new_shared_state
 
 
@@ -58,9 +48,7 @@ def run(cfg: Config, resume: str | None = None) -> int:
     status, reason = watch(procs, writer)  # starts the processes
     with finishing() as note:  # a signal from here on cuts the final evaluation, never the saving
         procs.stop(wait_for_eval=status == 0, note=note)
-        if note.signum is not None and status == 0 and final_eval(procs.evals) is None:
-            status, reason = SIGNALLED[note.signum][0], cut_reason(note.signum)
-        status, reason = scored(status, reason, procs.evals)
+        status, reason = ending(status, reason, procs.evals, note.signum)
         trained, evals, best = shared.frames(), procs.evals, procs.best()
         kept = confirmed(evals)  # the evaluator wrote the confirmed weights as checkpoint.pt: they are the run's
         frames = kept["frames"] if kept else trained
@@ -94,8 +82,7 @@ def run(cfg: Config, resume: str | None = None) -> int:
         _close(writer)
         status = status or FAILED
     stop_resource_tracker()
-    print(f"{reason}: {done_line(summary, prior['frames'], prior['wall_seconds'])}, {result_line(summary)}, "
-          f"run dir {run_dir}")
+    print(last_line(reason, summary, prior, run_dir))
     return status
 
 

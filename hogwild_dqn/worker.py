@@ -17,7 +17,6 @@ from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.algorithms.returns import Segment
 from hogwild_dqn.distributions import sample
 from hogwild_dqn.networks import is_recurrent
-from hogwild_dqn.normalizers import obs_norm
 from hogwild_dqn.rundir import Run
 from hogwild_dqn.shared import SharedState
 
@@ -105,11 +104,9 @@ class OnPolicy:
         self.local, self.sync = worker.local_copy()
         self.states = GameStates(self.local, cfg.envs_per_worker) if is_recurrent(self.local) else None
         self.params = list(self.local.parameters())
-        self.shared_norm = obs_norm(worker.shared.model)  # --obs-normalize: all workers' observations feed it
         self.rollout = new_rollout(spec, cfg.envs_per_worker, cfg.t_max)
         self.obs_np, self.act_np, self.rew_np, self.term_np, self.trunc_np = (t.numpy() for t in self.rollout[:5])
-        for k, env in enumerate(worker.envs):
-            self.obs_np[k, 0], _ = env.reset()  # make_env seeded it: the first game, without a second ROM load
+        self.obs_np[:, 0] = worker.first_observations()
         self.carry = np.zeros(cfg.envs_per_worker, bool)  # SARSA: a' of the last segment is the action taken
         self.eps = worker.epsilon()
         self.features = None  # the torso's output in its latest forward, kept by a hook (the network is unchanged)
@@ -142,9 +139,8 @@ class OnPolicy:
         """Up to t_max steps in every game (a game whose episode ends sits out the rest of the segment); return
         the steps each game played, which games ended and which of those only lost a life."""
         w, spec, T = self.w, self.w.run.spec, self.rew_np.shape[1]
-        envs, obs_np, act_np, rew_np, term_np, trunc_np = w.envs, self.obs_np, self.act_np, self.rew_np, \
-            self.term_np, self.trunc_np
-        E = len(envs)
+        obs_np, act_np, rew_np, term_np, trunc_np = self.obs_np, self.act_np, self.rew_np, self.term_np, self.trunc_np
+        E = len(w.envs)
         fresh = np.flatnonzero(~self.carry)
         if len(fresh):
             self.act(fresh, 0)
@@ -153,11 +149,10 @@ class OnPolicy:
         for t in range(T):
             chosen = act_np[:, t] if spec.continuous else act_np[:, t].tolist()
             for k in live:
-                obs, r, term, trunc, info = envs[k].step(chosen[k].copy() if spec.continuous else chosen[k])
+                obs, r, term, trunc, info = w.step_game(k, chosen[k])
                 obs_np[k, t + 1], rew_np[k, t], term_np[k, t], trunc_np[k, t] = obs, r, term, trunc
                 if term or trunc:
                     n[k], ended[k], life_lost[k] = t + 1, True, bool(info.get("life_lost"))
-                w.episode(info)
             if ended.any():
                 live = np.flatnonzero(~ended)
             if t + 1 < T and len(live):  # the action in the segment's last state is chosen after the next sync
@@ -170,8 +165,8 @@ class OnPolicy:
 
     def learn(self, n: np.ndarray) -> dict:
         """One batched forward over all segments, the mean of their losses into the shared model."""
-        if self.shared_norm is not None:  # acted and learnt with the statistics as synced; the next segment has these
-            self.shared_norm.update(torch.cat([self.rollout.obs[k, 1: n[k] + 1] for k in range(len(n))]))
+        if self.w.shared_norm is not None:  # acted and learnt with the statistics as synced; the next segment has these
+            self.w.observed(torch.cat([self.rollout.obs[k, 1: n[k] + 1] for k in range(len(n))]))
         loss, info = segment_loss(self.local, self.w.shared.target, self.loss_fn, self.rollout, n)
         info["losses/grad_norm"] = self.w.apply(loss, self.params)
         self.w.count(int(n.sum()) * self.w.run.spec.frames_per_step)

@@ -225,3 +225,21 @@ def test_the_mujoco_suite_runs_sb3_a2c_beside_each_run_and_tables_both(tmp_path)
 def test_a_suite_counts_frames_and_games_only_when_every_game_is_atari():
     assert units(["Pong", "Breakout"]) == ("frames", "games")
     assert units(["Pong", "Hopper-v5"]) == units(["CartPole-v1"]) == ("steps", "episodes")
+
+
+def test_the_fields_protocol_and_atari5_are_suites_whose_runs_all_play_sticky():
+    """--suite atari-sticky (the six games) and atari5 (Atari-5's games) pass sticky actions 0.25 to every run,
+    training and evaluation alike (one Config); a flag after `--` still has the last word."""
+    from pathlib import Path
+
+    from hogwild_dqn.tools.benchmark import SIX, parse, train_command
+
+    args = parse(["--suite", "atari-sticky"])
+    assert tuple(args.games) == SIX and args.algo == "ppo" and args.frames == 10_000_000
+    cmd = train_command(args, "Pong", 1, Path("r"))
+    assert cmd[cmd.index("--sticky-actions") + 1] == "0.25"
+    args = parse(["--suite", "atari5", "--seeds", "1", "--", "--sticky-actions", "0.1"])
+    assert args.games == ["BattleZone", "DoubleDunk", "NameThisGame", "Phoenix", "Qbert"]
+    cmd = train_command(args, "Phoenix", 1, Path("r"))
+    assert [cmd[i + 1] for i, a in enumerate(cmd) if a == "--sticky-actions"] == ["0.25", "0.1"]
+    assert "--sticky-actions" not in train_command(parse([]), "Pong", 1, Path("r"))

@@ -9,15 +9,8 @@ import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from hogwild_dqn import metrics
-from hogwild_dqn.evaluation import (
-    Recorder,
-    confirmation,
-    needs_confirmation,
-    next_point,
-    play_games,
-    points_skipped,
-    stop_reason,
-)
+from hogwild_dqn.evaluation.games import Recorder, play_games
+from hogwild_dqn.evaluation.scores import confirmation, needs_confirmation, next_point, points_skipped, stop_reason
 from tests.conftest import run_cmd, run_train
 
 
@@ -48,7 +41,7 @@ def test_a_stop_needs_a_periodic_evaluation_and_its_confirmation():
 
 
 def test_a_confirmation_has_a_curve_of_its_own_and_is_never_a_best(tmp_path):
-    from hogwild_dqn.rundir import best_periodic, confirmed, eval_record
+    from hogwild_dqn.evaluation.scores import best_periodic, confirmed, eval_record
 
     writer = metrics.make_writer(tmp_path, "evaluator")
     rec = Recorder(tmp_path, writer, best=5.0)
@@ -88,7 +81,7 @@ def test_recorder_keeps_best_pt_and_the_gif_only_at_a_new_best(tmp_path):
 def test_the_final_evaluation_is_the_score_not_a_best(tmp_path):
     """The final evaluation (the last weights over many games) goes to eval/final_*, and never to best.pt, which
     keeps the best periodic evaluation's weights; summary.json names it final_eval."""
-    from hogwild_dqn.rundir import best_periodic, final_eval, final_line, result_line
+    from hogwild_dqn.evaluation.scores import best_periodic, final_eval, final_line, result_line
 
     writer = metrics.make_writer(tmp_path, "evaluator")
     rec = Recorder(tmp_path, writer, best=5.0)
@@ -107,6 +100,31 @@ def test_the_final_evaluation_is_the_score_not_a_best(tmp_path):
     assert final_line(final_eval(evals)) == "final eval 9 ± 2.0 over 30 games"
     assert (result_line({"final_eval": None, "best_eval_return": 384.20500919020657})
             == "no final evaluation, best periodic eval 384.205")  # a float's 17 digits are noise in a line
+
+
+def test_a_run_ends_by_one_rule_on_one_machine_and_a_cluster():
+    """evaluation.scores.ending, which runner.run and cluster.Driver.finish both call once the final evaluation
+    was played or cut: its status and reason, and the last line both print."""
+    import signal
+
+    from hogwild_dqn import exits
+    from hogwild_dqn.evaluation.scores import ending, last_line
+
+    final = {"final": True, "frames": 100, "mean_return": 3.0, "std_return": 1.0, "episodes": 30, "returns": [3.0]}
+    assert ending(0, "finished", [{"frames": 50, "mean_return": 1.0}, final], None) == (0, "finished")
+    assert ending(0, "finished", [final], signal.SIGTERM) == (0, "finished")  # its score was played first
+    assert ending(0, "finished", [], signal.SIGTERM) == (
+        143, "unscored: interrupted (SIGTERM) during the final evaluation; --resume plays it")
+    assert ending(0, "finished", [{"frames": 50, "mean_return": 1.0}], None) == (
+        exits.UNSCORED, "unscored: finished, but the final evaluation was cut; --resume plays it")
+    assert ending(exits.FAILED, "worker0 died", [], signal.SIGINT) == (exits.FAILED, "worker0 died")
+    summary = {"frames": 2000, "wall_seconds": 30.0, "frames_per_second": 100.0,
+               "final_eval": {k: final[k] for k in ("mean_return", "std_return", "episodes")}, "best_eval_return": 4.0}
+    line = ("finished: 2000 frames in 20s (100 frames/s), final eval 3 ± 1.0 over 30 games, best periodic eval 4, "
+            "run dir r")
+    assert last_line("finished", summary, {"frames": 0, "wall_seconds": 10.0}, "r") == line
+    assert last_line("finished", summary, {"frames": 0, "wall_seconds": 10.0}, "r", 3) == line.replace(
+        "frames/s), final", "frames/s) on 3 machines, final")
 
 
 def test_a_run_with_only_its_final_evaluation_has_no_best(tmp_path):
@@ -185,8 +203,8 @@ def test_an_orphaned_evaluation_stops_at_its_next_game_however_short_the_games()
     games were never asked, and an evaluator orphaned during 100,000 short games played on)."""
     from hogwild_dqn.config import Config
     from hogwild_dqn.envs import env_spec, make_env
+    from hogwild_dqn.evaluation.policy import Orphaned, Policy
     from hogwild_dqn.networks import network_for
-    from hogwild_dqn.policy import Orphaned, Policy
 
     cfg = Config(game="CartPole-v1")
     torch.manual_seed(0)

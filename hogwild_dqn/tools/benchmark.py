@@ -41,9 +41,9 @@ from pathlib import Path
 
 from hogwild_dqn.config import DEFAULT_ALGO, ConfigError, Parser
 from hogwild_dqn.envs import resolve
+from hogwild_dqn.evaluation.scores import is_periodic
 from hogwild_dqn.exits import STOPPED, UNSCORED
 from hogwild_dqn.files import WriteFailed, atomic_bytes, cause, write_failed
-from hogwild_dqn.rundir import is_periodic
 from hogwild_dqn.tools import (
     TRAIN,
     atari5,
@@ -60,9 +60,14 @@ from hogwild_dqn.tools import (
 from hogwild_dqn.version import __version__
 from hogwild_dqn.version import commit as code_commit
 
-SUITES = {  # name -> (games, frames of each run, SB3 A2C beside it)
-    "atari": (("Pong", "Breakout", "SpaceInvaders", "BeamRider", "Qbert", "Seaquest"), 10_000_000, False),
-    "mujoco": (("Hopper-v5", "Walker2d-v5", "HalfCheetah-v5", "Ant-v5"), 1_000_000, True),
+SIX = ("Pong", "Breakout", "SpaceInvaders", "BeamRider", "Qbert", "Seaquest")
+STICKY = ("--sticky-actions", "0.25")  # Machado et al. 2018's protocol, ALE v5's default: the field's 10M figures'
+SUITES = {  # name -> (games, frames of each run, SB3 A2C beside it, train.py flags of every run, the kind of game)
+    "atari": (SIX, 10_000_000, False, (), "atari"),
+    "atari-sticky": (SIX, 10_000_000, False, STICKY, "atari"),
+    # Atari-5 (Aitchison et al. 2023): five games whose scores estimate the 57-game median (tools/atari5.py)
+    "atari5": (("BattleZone", "DoubleDunk", "NameThisGame", "Phoenix", "Qbert"), 10_000_000, False, STICKY, "atari"),
+    "mujoco": (("Hopper-v5", "Walker2d-v5", "HalfCheetah-v5", "Ant-v5"), 1_000_000, True, (), "mujoco"),
 }
 SB3 = "sb3_a2c"  # the baseline's name in run dirs and tables
 OLDER_PROTOCOL = ("not recorded (runs before the protocol was named: no sticky actions, up to 30 no-op starts, no "
@@ -622,8 +627,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     argv = argv[:argv.index("--")] if "--" in argv else argv
     p = Parser(prog="python -m hogwild_dqn.tools.benchmark", description=__doc__.splitlines()[0])
     p.add_argument("--suite", choices=list(SUITES), default="atari",
-                   help="the games, frames and baseline of a suite (atari: 6 games x 10M frames; mujoco: 4 tasks x 1M "
-                        "steps beside SB3 A2C); the flags below override them")
+                   help="the games, frames and baseline of a suite (atari: 6 games x 10M frames; atari-sticky: the "
+                        "same with sticky actions 0.25, the field's protocol; atari5: Atari-5's five games, sticky; "
+                        "mujoco: 4 tasks x 1M steps beside SB3 A2C); the flags below override them")
     p.add_argument("--games", nargs="+", default=None)
     p.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
     p.add_argument("--frames", type=int, default=None, help="frames of every run")
@@ -649,9 +655,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                    help="published scores beside ours (default on Atari: the checkout's "
                         "docs/published/atari_10m.csv, with its _seeds.csv)")
     args = p.parse_args(argv)
-    args.train_args = train_args
-    args.algo = args.algo or DEFAULT_ALGO[args.suite]
-    games, frames, sb3 = SUITES[args.suite]
+    games, frames, sb3, flags, kind = SUITES[args.suite]
+    args.train_args = [*flags, *train_args]  # flags after `--` come last, so they win
+    args.algo = args.algo or DEFAULT_ALGO[kind]
     args.games = args.games or list(games)
     args.frames = frames if args.frames is None else args.frames
     args.sb3 = sb3 if args.sb3 is None else args.sb3

@@ -28,9 +28,9 @@ import torch
 from hogwild_dqn.config import ConfigError, Parser
 from hogwild_dqn.distributions import gaussian, log_prob_entropy
 from hogwild_dqn.envs import make_env
+from hogwild_dqn.evaluation.policy import load_policy
 from hogwild_dqn.metrics import feature_spread
 from hogwild_dqn.networks import is_recurrent
-from hogwild_dqn.policy import load_policy
 
 
 def gates(lstm: torch.nn.LSTMCell, x: torch.Tensor, h: torch.Tensor) -> tuple[torch.Tensor, ...]:

@@ -19,7 +19,7 @@ from pathlib import Path
 import yaml
 
 from hogwild_dqn.config import variant
-from hogwild_dqn.rundir import is_periodic
+from hogwild_dqn.evaluation.scores import is_periodic
 from hogwild_dqn.tools import ended, fmt, pyplot, save
 
 # Reference scores for the speedup table when --score is not given (CartPole: the classic "solved" mark;

@@ -1,9 +1,6 @@
-"""Evaluation, written once: when to evaluate, playing the games, and what a result does (tensorboard, the
-run's best.pt and best_episode.gif, --stop-return and its confirmation).
-
-Its callers: the evaluator process of a single-machine run (evaluator.py), and on a cluster the Ray evaluator
-actor (plays) and the parameter holder (records), with the driver deciding when and whether to stop.
-"""
+"""Playing evaluation games: the evaluator's player (device, policy, env), whole games from the current weights,
+the best episode's GIF, and what a finished evaluation does (Recorder). Used by the evaluator process
+(evaluator.py) and, on a cluster, the Ray evaluator actor and the parameter holder."""
 
 from __future__ import annotations
 
@@ -19,21 +16,10 @@ from hogwild_dqn import metrics
 from hogwild_dqn.checkpoint import atomic_save
 from hogwild_dqn.config import Config
 from hogwild_dqn.envs import make_env, render_problem
+from hogwild_dqn.evaluation.policy import EVAL_SEED_OFFSET, Policy, play_episode
+from hogwild_dqn.evaluation.scores import is_periodic
 from hogwild_dqn.files import atomic_bytes
 from hogwild_dqn.networks import network_for
-from hogwild_dqn.policy import EVAL_SEED_OFFSET, Policy, play_episode
-from hogwild_dqn.rundir import is_periodic
-
-
-def next_point(frames: int, every: int) -> int:
-    """The first evaluation point after `frames`: evaluations fall on multiples of --eval-every."""
-    return (frames // every + 1) * every
-
-
-def points_skipped(evaluated: int, now: int, every: int) -> int:
-    """Evaluation points that training passed while the evaluation at `evaluated` frames was played; the next
-    evaluation takes the newest weights (at `now`) and stands for the last of them."""
-    return max(0, now // every - evaluated // every - 1)
 
 
 def evaluation_player(cfg: Config, spec) -> tuple[torch.device, Policy, object]:
@@ -87,26 +73,6 @@ def best_episode_gif(policy: Policy, cfg: Config, frames: int, alive=None) -> by
     finally:
         env.close()
     return metrics.encode_gif(screens)
-
-
-def needs_confirmation(result: dict, stop_return: float | None) -> bool:
-    """A periodic evaluation (a few games) that reached --stop-return: its weights play a confirmation."""
-    return stop_return is not None and is_periodic(result) and result["mean_return"] >= stop_return
-
-
-def confirmation(games: dict, stop_return: float) -> dict:
-    """The confirmation of a periodic evaluation that reached --stop-return: the same weights over
-    --final-eval-episodes games (`games`, from play_games). It holds when their mean reaches --stop-return too;
-    then it is the run's final evaluation (its score), and the run stops."""
-    return {**games, "confirmation": True, "final": games["mean_return"] >= stop_return}
-
-
-def stop_reason(result: dict, stop_return: float | None) -> str | None:
-    """The run's final status when this evaluation is a confirmation that held; None otherwise."""
-    if stop_return is None or not result.get("confirmation") or not result.get("final"):
-        return None
-    return (f"solved: confirmed over {result['episodes']} games, mean {result['mean_return']:g} >= --stop-return "
-            f"{stop_return:g}")
 
 
 class Recorder:

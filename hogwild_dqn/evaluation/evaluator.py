@@ -1,5 +1,5 @@
 """The evaluator process of a single-machine run: every --eval-every global frames it snapshots the shared
-weights, plays them (evaluation.py; on CUDA if present), reports the result to the runner and keeps best.pt
+weights, plays them (games.py; on CUDA if present), reports the result to the runner and keeps best.pt
 and checkpoint.pt. Workers never wait for it."""
 
 from __future__ import annotations
@@ -11,19 +11,11 @@ import torch
 
 from hogwild_dqn import metrics
 from hogwild_dqn.checkpoint import atomic_save, snapshot
-from hogwild_dqn.evaluation import (
-    Recorder,
-    best_episode_gif,
-    confirmation,
-    evaluation_player,
-    needs_confirmation,
-    next_point,
-    play_games,
-    points_skipped,
-)
+from hogwild_dqn.evaluation.games import Recorder, best_episode_gif, evaluation_player, play_games
+from hogwild_dqn.evaluation.policy import Orphaned
+from hogwild_dqn.evaluation.scores import confirmation, eval_record, needs_confirmation, next_point, points_skipped
 from hogwild_dqn.faults import NonFinite, runner_alive
-from hogwild_dqn.policy import Orphaned
-from hogwild_dqn.rundir import Run, eval_record
+from hogwild_dqn.rundir import Run
 from hogwild_dqn.shared import WORKERS_DONE, SharedState, all_finite
 
 
