@@ -95,8 +95,14 @@ def test_a_stopped_suite_resumes_its_cut_run_from_the_checkpoint(tmp_path):
     assert f"--resume {run}" in (tmp_path / "chain.log").read_text()
     summary = json.loads((run / "summary.json").read_text())
     assert summary["status"] == "finished" and summary["frames"] >= 40_000
-    assert json.loads((record / f"{run.name}.json").read_text()) == summary  # once ended
+    kept = json.loads((record / f"{run.name}.json").read_text())  # once ended: its summary and its sessions
+    sessions = kept.pop("sessions")
+    assert kept == summary and len(sessions) == 2  # the session cut by Ctrl-C and the resumed one
+    assert all(0 <= s["other_work_cpu_share"] <= 1 and s["bare_emulator_fps"] is None for s in sessions)
     assert f"--resume {run}" in (record / "chain.log").read_text()
+    assert (tmp_path / "chain.log").read_text().count("% of the CPU") == 2
+    row = [line for line in (tmp_path / "benchmark.md").read_text().splitlines() if "(2 sessions, " in line]
+    assert len(row) == 1 and row[0].startswith("| CartPole-v1 |") and "% other work)" in row[0]
     assert summary["wall_seconds"] > cut["wall_seconds"] and summary["final_eval"]["episodes"] == 5
 
 
@@ -207,7 +213,8 @@ def test_the_mujoco_suite_runs_sb3_a2c_beside_each_run_and_tables_both(tmp_path)
     report = (tmp_path / "benchmark.md").read_text()
     row = [line for line in report.splitlines() if line.startswith("| InvertedPendulum-v5 |")][-1]  # beside SB3
     assert f"s1 {ours['final_eval']['mean_return']:.1f} / {sb3['final_eval']['mean_return']:.1f}" in row
-    assert f"| s1 {ours['wall_seconds'] / 60:.1f} | s1 {sb3['wall_seconds'] / 60:.1f} |" in row
+    assert re.search(rf"\| s1 {ours['wall_seconds'] / 60:.1f} \(\d+% other work\) \| "
+                     rf"s1 {sb3['wall_seconds'] / 60:.1f} \(\d+% other work\) \|", row), row  # each run's session
     rows = [(r["algo"], float(r["final_mean"]), r["best_periodic_eval"])
             for r in csv.DictReader((tmp_path / "benchmark.csv").open())]  # every run's final and best
     best = [("" if r["best_eval_return"] is None else str(r["best_eval_return"])) for r in (ours, sb3)]  # a run

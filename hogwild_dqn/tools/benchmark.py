@@ -28,9 +28,8 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import math
-import os
-import platform
 import signal
 import statistics
 import subprocess
@@ -57,6 +56,7 @@ from hogwild_dqn.tools import (
     save,
     spread,
 )
+from hogwild_dqn.tools.machine import Session, describe, sessions_line
 from hogwild_dqn.version import __version__
 from hogwild_dqn.version import commit as code_commit
 
@@ -102,6 +102,7 @@ class Score:
     curve: list[tuple[int, float]]  # (frames, mean return) of each periodic evaluation
     source: str | None = None  # where a record rebuilt after its run dir was lost came from
     protocol: str | None = None  # the env as its summary names it (envs.protocol); None in older records
+    sessions: list[dict] | None = None  # the machine during each session of the run (tools/machine.py)
 
     @property
     def normalized(self) -> float | None:
@@ -116,11 +117,18 @@ def run_name(game: str, algo: str, seed: int) -> str:
 
 def read_summary(args: argparse.Namespace, name: str) -> dict | None:
     """A run's summary: its run dir's, else its record's (--record) once it has ended there."""
-    summary = read_json(args.logdir / name / "summary.json")
+    summary = run_summary(args, name)
     if args.record and not (summary and done(summary)):
         kept = read_json(args.record / f"{name}.json")
         summary = kept if kept and done(kept) else summary
     return summary
+
+
+def run_summary(args: argparse.Namespace, name: str) -> dict | None:
+    """A run dir's summary.json with the machine during each of its sessions (<run>.sessions.json) added."""
+    summary = read_json(args.logdir / name / "summary.json")
+    sessions = read_json(args.logdir / f"{name}.sessions.json") if summary else None
+    return {**summary, "sessions": sessions} if sessions else summary
 
 
 def is_done(args: argparse.Namespace, name: str) -> bool:
@@ -129,12 +137,12 @@ def is_done(args: argparse.Namespace, name: str) -> bool:
 
 
 def keep(args: argparse.Namespace, name: str) -> None:
-    """Copy an ended run's summary.json to its record (--record), where the suite finds it on any machine."""
-    src = args.logdir / name / "summary.json"
-    summary = read_json(src)
+    """Copy an ended run's summary.json, with its sessions, to its record (--record), where the suite finds it on
+    any machine."""
+    summary = run_summary(args, name)
     if args.record and summary and done(summary):
         args.record.mkdir(parents=True, exist_ok=True)
-        atomic_bytes(src.read_bytes(), args.record / f"{name}.json")  # whole or not at all (a full disk)
+        atomic_bytes((json.dumps(summary, indent=2) + "\n").encode(), args.record / f"{name}.json")  # whole or not
 
 
 def sb3_command(args: argparse.Namespace, game: str, seed: int, run: Path) -> list[str]:
@@ -179,16 +187,6 @@ def commit() -> str:
     return code_commit() or f"version {__version__}"  # installed, not a checkout
 
 
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                   if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return f"{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}"
-
-
 def say(args: argparse.Namespace, text: str) -> None:
     """A line on the console and in chain.log (the record's too, with --record), stamped with the UTC time."""
     line = f"== {datetime.now(UTC).strftime('%Y-%m-%dT%H:%M:%SZ')} {text}"
@@ -217,6 +215,23 @@ def train(cmd: list[str], log: Path) -> int:
             signal.signal(sig, handler)
 
 
+def session(args: argparse.Namespace, name: str, game: str, start: str, cmd: list[str]) -> int:
+    """One session of a run (a start or a resume) to its end, said in chain.log with the bare emulator's speed
+    before it and other work's share of the CPU during it, and kept in <run>.sessions.json for its record."""
+    machine = Session(game)
+    emulator = f"; bare emulator {machine.emulator:,} frames/s" if machine.emulator else ""
+    say(args, f"{start}{emulator}): {' '.join(cmd[1:])}")
+    rc = train(cmd, args.logdir / f"{name}.log")
+    ended = machine.end()
+    say(args, f"end {name} rc={rc}; other work took {ended['other_work_cpu_share']:.0%} of the CPU")
+    path = args.logdir / f"{name}.sessions.json"
+    try:
+        atomic_bytes((json.dumps([*(read_json(path) or []), ended], indent=1) + "\n").encode(), path)
+    except WriteFailed as e:  # the run is whole: only this session's figures are not kept
+        print(f"benchmark: {e}", file=sys.stderr)
+    return rc
+
+
 def run_suite(args: argparse.Namespace) -> list[str]:
     """Every game x seed one after another, skipping done runs; return the names of runs that failed."""
     failed = []
@@ -225,14 +240,10 @@ def run_suite(args: argparse.Namespace) -> list[str]:
         if is_done(args, name):
             continue
         cmd = command(args, game, seed, algo, args.logdir / name)
-        say(args, f"start {name} (commit {commit()}, {machine()}): {' '.join(cmd[1:])}")
-        rc = train(cmd, args.logdir / f"{name}.log")
-        say(args, f"end {name} rc={rc}")
+        rc = session(args, name, game, f"start {name} (commit {commit()}, {describe()}", cmd)
         if rc == UNSCORED:  # trained, but its final evaluation was cut: play it now, once
             cmd = resume_or_start(args.logdir / name, cmd)
-            say(args, f"resume {name}, unscored, to play its final evaluation: {' '.join(cmd[1:])}")
-            rc = train(cmd, args.logdir / f"{name}.log")
-            say(args, f"end {name} rc={rc}")
+            rc = session(args, name, game, f"resume {name}, unscored, to play its final evaluation (", cmd)
         keep(args, name)
         if rc in STOPPED:  # the run was stopped (Ctrl-C, SIGTERM): so is the suite
             raise KeyboardInterrupt
@@ -259,7 +270,7 @@ def read_scores(args: argparse.Namespace, algo: str | None = None) -> list[Score
                                 s.get("best_eval_return"), args.reference.get(game),
                                 [(e["frames"], e["mean_return"]) for e in s.get("evals", [])
                                  if is_periodic(e)],
-                                s.get("recovered_from"), s.get("protocol")))
+                                s.get("recovered_from"), s.get("protocol"), s.get("sessions")))
     return scores
 
 
@@ -274,7 +285,8 @@ def read_records(args: argparse.Namespace, folder: Path) -> tuple[str, list[Scor
         final = s["final_eval"]
         scores.append(Score(s["game"], s["seed"], s["status"], s["frames"], s["wall_seconds"] / 60,
                             final["mean_return"], final.get("std_return"), final.get("episodes", 0),
-                            s.get("best_eval_return"), args.reference.get(s["game"]), [], protocol=s.get("protocol")))
+                            s.get("best_eval_return"), args.reference.get(s["game"]), [], protocol=s.get("protocol"),
+                            sessions=s.get("sessions")))
     return "/".join(sorted(algos)) or folder.name, scores
 
 
@@ -533,8 +545,9 @@ def game_row(game: str, runs: list[Score], seeds: int) -> str:
 
 def minutes(runs: list[Score]) -> str:
     """Each run's wall minutes, not their mean: a suite's runs can span machines of different speeds (chain.log
-    names each run's), and a mean over them would be no machine's time."""
-    return ", ".join(f"s{s.seed} {s.wall_minutes:.1f}" for s in runs) if runs else "—"
+    names each run's), and a mean over them would be no machine's time; with the bare emulator's speed and the
+    share of the CPU other work took, where the record has them."""
+    return ", ".join(f"s{s.seed} {s.wall_minutes:.1f}{sessions_line(s.sessions)}" for s in runs) if runs else "—"
 
 
 def _spread(runs: list[Score]) -> str:
@@ -599,7 +612,8 @@ def write_report(args: argparse.Namespace) -> Path:
               f"summary.json).{normalized}", "",
               "| game | runs scored | final score (mean ± std over seeds) | human-normalized (mean) | each seed's "
               "final score | best periodic evaluation, mean over seeds (a curve point, not the score) | wall "
-              "minutes, each seed |", "| --- | --- | --- | --- | --- | --- | --- |"]
+              "minutes, each seed (bare emulator frames/s, other work's share of the CPU) |",
+              "| --- | --- | --- | --- | --- | --- | --- |"]
     lines += [game_row(g, [s for s in scores if s.game == g], len(args.seeds)) for g in args.games]
     lines += ["", "Protocol of each game, as its runs' summaries name it: " + "; ".join(protocols(scores)) + "."]
     theirs = read_scores(args, SB3)
