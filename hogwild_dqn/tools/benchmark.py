@@ -215,12 +215,13 @@ def train(cmd: list[str], log: Path) -> int:
             signal.signal(sig, handler)
 
 
-def session(args: argparse.Namespace, name: str, game: str, start: str, cmd: list[str]) -> int:
-    """One session of a run (a start or a resume) to its end, said in chain.log with the bare emulator's speed
-    before it and other work's share of the CPU during it, and kept in <run>.sessions.json for its record."""
+def session(args: argparse.Namespace, name: str, game: str, start: str, cmd: list[str], where: str = "") -> int:
+    """One session of a run (a start or a resume) to its end, said in chain.log with `where` (the code and
+    machine) and the bare emulator's speed before it, and other work's share of the CPU during it; kept in
+    <run>.sessions.json for its record."""
     machine = Session(game)
-    emulator = f"; bare emulator {machine.emulator:,} frames/s" if machine.emulator else ""
-    say(args, f"{start}{emulator}): {' '.join(cmd[1:])}")
+    said = "; ".join(filter(None, (where, machine.emulator and f"bare emulator {machine.emulator:,} frames/s")))
+    say(args, f"{start}{f' ({said})' if said else ''}: {' '.join(cmd[1:])}")
     rc = train(cmd, args.logdir / f"{name}.log")
     ended = machine.end()
     say(args, f"end {name} rc={rc}; other work took {ended['other_work_cpu_share']:.0%} of the CPU")
@@ -240,10 +241,10 @@ def run_suite(args: argparse.Namespace) -> list[str]:
         if is_done(args, name):
             continue
         cmd = command(args, game, seed, algo, args.logdir / name)
-        rc = session(args, name, game, f"start {name} (commit {commit()}, {describe()}", cmd)
+        rc = session(args, name, game, f"start {name}", cmd, f"commit {commit()}, {describe()}")
         if rc == UNSCORED:  # trained, but its final evaluation was cut: play it now, once
             cmd = resume_or_start(args.logdir / name, cmd)
-            rc = session(args, name, game, f"resume {name}, unscored, to play its final evaluation (", cmd)
+            rc = session(args, name, game, f"resume {name}, unscored, to play its final evaluation", cmd)
         keep(args, name)
         if rc in STOPPED:  # the run was stopped (Ctrl-C, SIGTERM): so is the suite
             raise KeyboardInterrupt
