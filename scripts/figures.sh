@@ -87,6 +87,7 @@ $PY -m hogwild_dqn.tools.curves --x frames --by seed --title "Seaquest, seed 1: 
   --out docs/ppo_bf16_seaquest_frames.png docs/benchmark-ppo/records/Seaquest-ppo-s1.json="2 epochs, fp32 (the default)," \
   docs/benchmark-ppo-epochs4/records/Seaquest-ppo-s1.json="4 epochs, fp32 (3ffa1db)," \
   docs/screens/ppo-bf16-e4/Seaquest-ppo-s1.json="4 epochs, bf16 (abb45c5)," \
+  docs/screens/ppo-fp32-e4/Seaquest-ppo-s1.json="4 epochs, fp32 (b193d90, cut at 7.6M)," \
   docs/benchmark/records/Seaquest-a3c-s1.json="A3C,"
 $PY -m hogwild_dqn.tools.curves --x frames --by seed --title "BeamRider, seed 1: PPO's network, 4 epochs, and A3C" \
   --out docs/ppo_nature_beamrider_frames.png docs/benchmark-ppo/records/BeamRider-ppo-s1.json="2 epochs (the default)," \
