@@ -58,8 +58,6 @@ def final_eval(evals: list[dict]) -> dict | None:
     return {k: last[k] for k in ("frames", "mean_return", "std_return", "episodes", "returns")}
 
 
-
-
 def scored(status: int, reason: str, evals: list[dict]) -> tuple[int, str]:
     """A run that trained to its end (status 0) but whose final evaluation, its score, was cut (its time cap, a
     dead evaluator) is "unscored", exit 4, never done: `make benchmark` resumes it to play the evaluation."""

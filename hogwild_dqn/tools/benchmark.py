@@ -35,7 +35,6 @@ import statistics
 import subprocess
 import sys
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 from hogwild_dqn.config import DEFAULT_ALGO, ConfigError, Parser
@@ -56,7 +55,7 @@ from hogwild_dqn.tools import (
     save,
     spread,
 )
-from hogwild_dqn.tools.machine import Session, describe, sessions_line
+from hogwild_dqn.tools.machine import Session, describe, sessions_line, utc_now
 from hogwild_dqn.version import __version__
 from hogwild_dqn.version import commit as code_commit
 
@@ -189,7 +188,7 @@ def commit() -> str:
 
 def say(args: argparse.Namespace, text: str) -> None:
     """A line on the console and in chain.log (the record's too, with --record), stamped with the UTC time."""
-    line = f"== {datetime.now(UTC).strftime('%Y-%m-%dT%H:%M:%SZ')} {text}"
+    line = f"== {utc_now()} {text}"
     print(line, flush=True)
     for folder in filter(None, (args.logdir, args.record)):
         folder.mkdir(parents=True, exist_ok=True)

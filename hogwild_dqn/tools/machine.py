@@ -51,7 +51,8 @@ def _our_seconds() -> float:
     return mine.ru_utime + mine.ru_stime + children.ru_utime + children.ru_stime
 
 
-def _now() -> str:
+def utc_now() -> str:
+    """The time now as chain.log and the sessions stamp it."""
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -60,7 +61,7 @@ class Session:
     its end the share of the machine's CPU that processes other than the run's used meanwhile."""
 
     def __init__(self, game: str):
-        self.start, self.emulator = _now(), bare_emulator(game)
+        self.start, self.emulator = utc_now(), bare_emulator(game)
         self.t0, self.busy0, self.ours0 = time.time(), _busy_seconds(), _our_seconds()
 
     def end(self) -> dict:
@@ -68,7 +69,7 @@ class Session:
         wall = max(time.time() - self.t0, 1e-9)
         other = (_busy_seconds() - self.busy0) - (_our_seconds() - self.ours0)
         share = min(1.0, max(0.0, other / (wall * (os.cpu_count() or 1))))
-        return {"start": self.start, "end": _now(), "wall_seconds": round(wall, 1),
+        return {"start": self.start, "end": utc_now(), "wall_seconds": round(wall, 1),
                 "bare_emulator_fps": self.emulator, "other_work_cpu_share": round(share, 3)}
 
 
