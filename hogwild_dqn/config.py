@@ -109,8 +109,8 @@ class Config:
     value_clip: bool = _f(True, "ppo: clip the value's change from the behaviour weights' (PPO2's value loss)")
     value_normalize: bool = _f(False, "ppo: the value head learns returns standardized by the running mean and "
                                       "deviation of all workers' returns (Sample Factory's normalize_returns)")
-    learner_precision: str = _f("auto", "ppo: the updates' convolutions and matrix products in bf16 (autocast: "
-                                        "float32 weights, gradients and Adam moments) or fp32; auto: bf16 on "
+    learner_precision: str = _f("fp32", "ppo: the updates' convolutions and matrix products in fp32 or bf16 "
+                                        "(autocast: float32 weights, gradients and Adam moments); auto: bf16 on "
                                         "pixels where the CPU multiplies bf16 natively (AVX512_BF16 or AMX), "
                                         "else fp32")
     # value-based methods

@@ -169,7 +169,7 @@ def test_ppo_takes_its_own_presets_and_checks_its_values():
     cfg, _, source = load(["--game", "Breakout", "--algo", "ppo"])
     assert source == CONFIG_DIR / "ppo_atari.yaml"
     assert (cfg.t_max, cfg.envs_per_worker, cfg.ppo_epochs, cfg.ppo_minibatches, cfg.ppo_clip, cfg.gae_lambda,
-            cfg.optimizer, cfg.lr, cfg.grad_clip) == (128, 8, 2, 4, 0.1, 0.95, "adam", 2.5e-4, 0.5)
+            cfg.optimizer, cfg.lr, cfg.grad_clip) == (128, 8, 4, 4, 0.1, 0.95, "adam", 2.5e-4, 0.5)
     assert cfg.fire_reset and cfg.clip_rewards  # the Atari preset's env, through `base:`
     assert cfg.obs_normalize and not cfg.obs_standardize  # each pixel by the running statistics, not each frame
     assert load(["--game", "CartPole-v1", "--algo", "ppo"])[2] == CONFIG_DIR / "ppo_cartpole.yaml"
