@@ -11,7 +11,7 @@ import time
 import imageio.v2 as imageio
 import pytest
 
-from hogwild_dqn.tools.benchmark import units
+from hogwild_dqn.tools.suite_report import units
 from tests.conftest import ROOT, run_cmd, start
 
 # the suite's report is rliable's (with scipy): an optional extra, which `make test` installs

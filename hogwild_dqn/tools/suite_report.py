@@ -1,0 +1,455 @@
+"""A benchmark suite's report: its runs' summaries read from their run dirs or records, and benchmark.md,
+benchmark.csv, benchmark_curves.png and benchmark_profile.png written from them (tools/benchmark.py runs the suite).
+
+The report opens with the interquartile mean (IQM) of the human-normalized final scores pooled over runs x games (the
+last weights over --final-eval-episodes games), then that of the games' means, each with a 95% stratified-bootstrap
+confidence interval (rliable: Agarwal et al. 2021; `make install-benchmark`), then per game the mean ± std over
+seeds. Beside it (benchmark_beside.png): other suites' records (--compare, e.g. A3C's: their IQM, performance
+profile and the probability that a run of ours beats one of theirs) and published scores (--published; on Atari
+docs/published/atari_10m.csv by default), each row with its protocol, and Atari-5's estimate of the 57-game median
+where the suite has its five games.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+from hogwild_dqn.config import ConfigError
+from hogwild_dqn.envs import resolve
+from hogwild_dqn.evaluation.scores import is_periodic
+from hogwild_dqn.tools import atari5, done, ended, fmt, published, pyplot, read_json, save, spread
+from hogwild_dqn.tools.machine import sessions_line
+
+SB3 = "sb3_a2c"  # the baseline's name in run dirs and tables
+OLDER_PROTOCOL = ("not recorded (runs before the protocol was named: no sticky actions, up to 30 no-op starts, no "
+                  "FIRE reset)")
+# (random, human) scores with no-op starts, from DeepMind's dqn_zoo (dqn_zoo/atari_data.py), the table most
+# papers since 2015 normalize with; the A3C paper used its own human-starts table.
+HUMAN_REFERENCE = {"Pong": (-20.7, 14.6), "Breakout": (1.7, 30.5), "SpaceInvaders": (148.0, 1668.7),
+                   "BeamRider": (363.9, 16926.5), "Qbert": (163.9, 13455.0), "Seaquest": (68.4, 42054.7),
+                   "Enduro": (0.0, 860.5), "MsPacman": (307.3, 6951.6), "Asterix": (210.0, 8503.3),
+                   "BattleZone": (2360.0, 37187.5), "DoubleDunk": (-18.6, -16.4), "NameThisGame": (2292.3, 8049.0),
+                   "Phoenix": (761.4, 7242.6)}
+
+
+class BenchmarkError(ConfigError):
+    """A missing optional package, or a run that train.py refused; printed as one line, exit 2."""
+
+
+@dataclass
+class Score:
+    """One run's result as the report reads it from its summary.json."""
+    game: str
+    seed: int
+    status: str
+    frames: int
+    wall_minutes: float
+    final_mean: float | None
+    final_std: float | None
+    episodes: int
+    best_periodic: float | None
+    reference: tuple[float, float] | None  # (random, human) scores of the game, if known
+    curve: list[tuple[int, float]]  # (frames, mean return) of each periodic evaluation
+    source: str | None = None  # where a record rebuilt after its run dir was lost came from
+    protocol: str | None = None  # the env as its summary names it (envs.protocol); None in older records
+    sessions: list[dict] | None = None  # the machine during each session of the run (tools/machine.py)
+
+    @property
+    def normalized(self) -> float | None:
+        if self.reference is None or self.final_mean is None:
+            return None
+        return (self.final_mean - self.reference[0]) / (self.reference[1] - self.reference[0])
+
+
+def run_name(game: str, algo: str, seed: int) -> str:
+    return f"{game.replace('/', '_')}-{algo}-s{seed}"
+
+
+def read_summary(args: argparse.Namespace, name: str) -> dict | None:
+    """A run's summary: its run dir's, else its record's (--record) once it has ended there."""
+    summary = run_summary(args, name)
+    if args.record and not (summary and done(summary)):
+        kept = read_json(args.record / f"{name}.json")
+        summary = kept if kept and done(kept) else summary
+    return summary
+
+
+def run_summary(args: argparse.Namespace, name: str) -> dict | None:
+    """A run dir's summary.json with the machine during each of its sessions (<run>.sessions.json) added."""
+    summary = read_json(args.logdir / name / "summary.json")
+    sessions = read_json(args.logdir / f"{name}.sessions.json") if summary else None
+    return {**summary, "sessions": sessions} if sessions else summary
+
+
+def read_scores(args: argparse.Namespace, algo: str | None = None) -> list[Score]:
+    """The runs of `algo` (ours by default) that have a summary.json."""
+    scores = []
+    for game in args.games:
+        for seed in args.seeds:
+            s = read_summary(args, run_name(game, algo or args.algo, seed))
+            if s is None:
+                continue
+            final = s.get("final_eval") or {}
+            scores.append(Score(game, seed, s["status"], s["frames"], s["wall_seconds"] / 60,
+                                final.get("mean_return"), final.get("std_return"), final.get("episodes", 0),
+                                s.get("best_eval_return"), args.reference.get(game),
+                                [(e["frames"], e["mean_return"]) for e in s.get("evals", [])
+                                 if is_periodic(e)],
+                                s.get("recovered_from"), s.get("protocol"), s.get("sessions")))
+    return scores
+
+
+def read_records(args: argparse.Namespace, folder: Path) -> tuple[str, list[Score]]:
+    """Another suite's ended runs of this suite's games and seeds, from its records; and its algorithm."""
+    scores, algos = [], set()
+    for path in sorted(folder.glob("*.json")):
+        s = read_json(path)
+        if not s or not done(s) or s.get("game") not in args.games or s.get("seed") not in args.seeds:
+            continue
+        algos.add(s["algo"])
+        final = s["final_eval"]
+        scores.append(Score(s["game"], s["seed"], s["status"], s["frames"], s["wall_seconds"] / 60,
+                            final["mean_return"], final.get("std_return"), final.get("episodes", 0),
+                            s.get("best_eval_return"), args.reference.get(s["game"]), [], protocol=s.get("protocol"),
+                            sessions=s.get("sessions")))
+    return "/".join(sorted(algos)) or folder.name, scores
+
+
+def protocols(scores: list[Score]) -> list[str]:
+    """The env of each game as its runs name it (sticky actions, no-op starts, FIRE reset, episode cap)."""
+    named = {s.game: s.protocol for s in scores if s.protocol}
+    return [named.get(g) or (g if "-v" in g else f"{g}: {OLDER_PROTOCOL}")
+            for g in dict.fromkeys(s.game for s in scores)]
+
+
+def rliable():
+    """rliable's library and metrics modules (an optional package: requirements-benchmark.txt)."""
+    try:
+        from rliable import library, metrics
+    except ImportError as e:
+        raise BenchmarkError(f"the report needs rliable ({e.name} is missing): make install-benchmark, or "
+                             "pip install -r requirements-benchmark.txt") from None
+    return library, metrics
+
+
+def aggregate(scores: list[Score], seeds: list[int], reps: int, taus=None) -> dict | None:
+    """Over the games that have every seed scored and a human reference: the IQM of the games' mean
+    human-normalized final scores (each game one value, as published suites compare), the IQM pooled over every
+    run, each with its 95% stratified-bootstrap interval (seeds resampled within each game, both from the same
+    resamples), and the performance profile (rliable)."""
+    import numpy as np
+
+    rly, metrics = rliable()
+    games = sorted({s.game for s in scores})
+    complete = [g for g in games if sum(1 for s in scores if s.game == g and s.normalized is not None) == len(seeds)]
+    if not complete:
+        return None
+    matrix = run_matrix(scores, seeds, complete)
+    taus = np.linspace(0.0, max(2.0, float(matrix.max()) * 1.05), 101) if taus is None else taus
+    # rliable 1.2 resamples from numpy's global generator (its random_state reaches arch, which its
+    # StratifiedBootstrap.update_indices bypasses): seeded here, the same records give the same intervals every time
+    state = np.random.get_state()
+    np.random.seed(0)
+    try:
+        point, interval = rly.get_interval_estimates(
+            {"run": matrix}, lambda x: np.array([metrics.aggregate_iqm(x.mean(axis=0)), metrics.aggregate_iqm(x)]),
+            reps=reps)
+        profile, profile_ci = rly.create_performance_profile({"run": matrix}, taus)
+    finally:
+        np.random.set_state(state)
+    (game_iqm, iqm), (game_low, low), (game_high, high) = point["run"], interval["run"][0], interval["run"][1]
+    return {"games": complete, "game_iqm": float(game_iqm), "game_low": float(game_low),
+            "game_high": float(game_high), "iqm": float(iqm), "low": float(low), "high": float(high),
+            "median": float(np.median(matrix)), "mean": float(matrix.mean()),
+            "taus": taus, "profile": profile["run"], "profile_ci": profile_ci["run"]}
+
+
+def run_matrix(scores: list[Score], seeds: list[int], games: list[str]):
+    """(runs, games) human-normalized final scores, as rliable expects."""
+    import numpy as np
+
+    return np.array([[next(s.normalized for s in scores if s.game == g and s.seed == seed) for g in games]
+                     for seed in seeds])
+
+
+def interval(matrices: dict, statistic, reps: int) -> dict:
+    """rliable's point estimates and 95% stratified-bootstrap intervals of `statistic` for each entry of
+    `matrices` (a matrix, or a tuple of them for a paired statistic): {name: (point, low, high)}. rliable 1.2
+    resamples from numpy's global generator (its random_state reaches arch, which its
+    StratifiedBootstrap.update_indices bypasses): seeded here, the same records give the same intervals every
+    time."""
+    import numpy as np
+
+    rly, _ = rliable()
+    state = np.random.get_state()
+    np.random.seed(0)
+    try:
+        point, ci = rly.get_interval_estimates(matrices, statistic, reps=reps)
+    finally:
+        np.random.set_state(state)
+    return {k: (float(point[k][0]), float(ci[k][0][0]), float(ci[k][1][0])) for k in matrices}
+
+
+def plot_profile(agg: dict, label: str, out: Path, others: dict | None = None) -> None:
+    """The performance profile of the suite (`agg`, aggregate's), with those of `others` ({label: agg}) beside."""
+    plt = pyplot()
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for name, a in {label: agg, **(others or {})}.items():
+        ax.plot(a["taus"], a["profile"], label=name)
+        ax.fill_between(a["taus"], a["profile_ci"][0], a["profile_ci"][1], alpha=0.25)
+    ax.set_xlabel("human-normalized score τ")
+    ax.set_ylabel("fraction of runs with score > τ")
+    ax.set_title(f"performance profile over {len(agg['games'])} games (95% CI)")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    save(fig, out)
+
+
+def beside_others(args: argparse.Namespace, scores: list[Score], agg: dict, out: Path) -> list[str]:
+    """Other suites' records (--compare) and published algorithms (--published) on this suite's games: each one's
+    IQM pooled over runs x games with its interval, each game's mean score, the probability that a run of ours
+    beats one of a compared suite's (rliable's, averaged over games), and the figure of the IQMs
+    (benchmark_beside.png); the compared suites' performance profiles join ours. Nothing without either."""
+    import numpy as np
+
+    _, metrics = rliable()
+    games = [g for g in args.games if g in agg["games"]]  # the suite's order
+    ref = args.reference
+
+    def normalize(game: str, score: float) -> float:
+        return (score - ref[game][0]) / (ref[game][1] - ref[game][0])
+
+    ours = run_matrix(scores, args.seeds, games)
+    protocol = next((s.protocol for s in scores if s.protocol), "not recorded")
+    means = {g: statistics.mean(s.final_mean for s in scores if s.game == g) for g in games}
+    rows = [(f"{args.algo}, this suite ({len(args.seeds)} seeds)", protocol, (agg["iqm"], agg["low"], agg["high"]),
+             means)]
+    lines, profiles = [], {}
+    for folder in args.compare:
+        algo, theirs = read_records(args, folder)
+        seeds = sorted({s.seed for s in theirs})
+        if not seeds or any(sum(1 for s in theirs if s.game == g) != len(seeds) for g in games):
+            lines.append(f"- `{folder}`: not every game of this suite has all of its seeds there; left out.")
+            continue
+        their = aggregate(theirs, seeds, args.reps, agg["taus"])
+        matrix = run_matrix(theirs, seeds, games)
+        poi = interval({"poi": (ours, matrix)},
+                       lambda x, y: np.array([metrics.probability_of_improvement(x, y)]), args.reps)["poi"]
+        label = f"{algo}, `{folder}` ({len(seeds)} seeds)"
+        rows.append((label, next((s.protocol for s in theirs if s.protocol), OLDER_PROTOCOL),
+                     (their["iqm"], their["low"], their["high"]),
+                     {g: statistics.mean(s.final_mean for s in theirs if s.game == g) for g in games}))
+        profiles[f"{algo} ({folder.parent.name})"] = their
+        lines.append(f"- P({args.algo} > {algo}): a run of this suite scores above one of `{folder}` on the same game "
+                     f"with probability **{poi[0]:.3f}** (95% CI {poi[1]:.3f} to {poi[2]:.3f}; rliable's "
+                     "probability of improvement, averaged over games).")
+    for pub in published.read(args.published, games) if args.published else []:
+        runs = published.run_matrix(pub, games, normalize)
+        iqm = (interval({"iqm": np.array(runs)}, lambda x: np.array([metrics.aggregate_iqm(x)]), args.reps)["iqm"]
+               if runs else (None, None, None))
+        rows.append((f"{pub.algorithm} ({len(runs) if runs else '?'} seeds)", pub.protocol, iqm, pub.means))
+    if len(rows) == 1:
+        return []
+    five = all(g in games for g in atari5.GAMES)  # Atari-5's estimate of the 57-game median, where it applies
+    head = ["", f"Beside other algorithms on these {len(games)} games (IQM pooled over runs x games, 95% "
+            "stratified-bootstrap CI; each game's mean score over seeds)."
+            + (f" Published rows: `{_shown(args.published)}` (their sources and how they were read: NOTES.md beside "
+               "it); a protocol unlike ours (sticky actions, training returns) makes a row a neighbour, not a rival."
+               if args.published else "")
+            + (" Atari-5 (Aitchison et al. 2023, `hogwild_dqn/tools/atari5.py`) estimates each row's median "
+               "human-normalized score over the 57 games from its five games' mean scores, within about "
+               f"{atari5.RELATIVE_ERROR:.1%}." if five else ""),
+            "", f"| algorithm | protocol | IQM (95% CI) | {' | '.join(games)} |"
+            + (" Atari-5: 57-game median (band) |" if five else ""),
+            "| --- | --- | --- |" + " --- |" * (len(games) + five)]
+    for label, protocol, (iqm, low, high), game_means in rows:
+        shown = "—" if iqm is None else f"{iqm:.3f} ({low:.3f}-{high:.3f})"
+        game, _, rest = protocol.partition(", ")  # our protocols name their game first
+        median = atari5.estimate(game_means) if five else None
+        head.append(f"| {label} | {rest if game in args.games else protocol} | "
+                    f"{shown} | " + " | ".join(fmt(game_means[g]) for g in games) + " |"
+                    + (f" {median[0]:.3f} ({median[1]:.3f}-{median[2]:.3f}) |" if median else ""))
+    plot_beside([(r[0], r[2]) for r in rows if r[2][0] is not None], out / "benchmark_beside.png")
+    agg["others"] = profiles
+    return head + ([""] + lines if lines else []) + ["", "![IQM of each algorithm](benchmark_beside.png)"]
+
+
+def _shown(path: Path) -> str:
+    """A path as a reader of the report finds it: relative to where the command ran, where it is below it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def plot_beside(rows: list[tuple[str, tuple[float, float, float]]], out: Path) -> None:
+    """Each algorithm's IQM with its interval, one line each."""
+    plt = pyplot()
+
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(rows) + 1.2))
+    for i, (_, (iqm, low, high)) in enumerate(reversed(rows)):
+        ax.errorbar(iqm, i, xerr=[[iqm - low], [high - iqm]], fmt="o", color="tab:blue" if i == len(rows) - 1
+                    else "tab:gray", capsize=3)
+    ax.set_yticks(range(len(rows)), [label.replace("`", "") for label, _ in reversed(rows)], fontsize=8)
+    ax.set_xlabel("IQM of human-normalized scores (95% CI)")
+    ax.grid(alpha=0.3, axis="x")
+    save(fig, out)
+
+
+def units(games) -> tuple[str, str]:
+    """What a suite counts in: an Atari run's frames and games, else a task's steps and episodes."""
+    return ("frames", "games") if all(resolve(g)[0] for g in games) else ("steps", "episodes")
+
+
+def plot_curves(args: argparse.Namespace, ours: list[Score], theirs: list[Score], out: Path) -> None:
+    """One panel per game: each run's periodic evaluations against frames, ours and the baseline's, its final
+    score a dot at its last frame."""
+    plt = pyplot()
+
+    cols = math.ceil(math.sqrt(len(args.games)))
+    rows = math.ceil(len(args.games) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.5 * cols, 3.4 * rows), squeeze=False)
+    for ax, game in zip(axes.flat, args.games, strict=False):
+        for runs, label, color in ((ours, args.algo, "tab:blue"), (theirs, "SB3 A2C", "tab:orange")):
+            for r in (s for s in runs if s.game == game):
+                if r.curve:
+                    ax.plot(*zip(*r.curve, strict=True), color=color, alpha=0.7)
+                if r.final_mean is not None:  # the legend names each side by its first final score (a rebuilt
+                    ax.plot(r.frames, r.final_mean, "o", color=color, label=label)  # record has no curve)
+                    label = None
+        ax.set_title(game)
+        ax.set_xlim(0, args.frames * 1.03)
+        ax.set_xlabel(units(args.games)[0])
+        ax.grid(alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8)
+    for ax in axes.flat[len(args.games):]:
+        ax.set_visible(False)
+    fig.suptitle("periodic evaluations (lines) and final score (dots), one line per seed", fontsize=10)
+    save(fig, out, dpi=90)
+
+
+def write_csv(args: argparse.Namespace, ours: list[Score], theirs: list[Score], path: Path) -> None:
+    """One row per run, ours then the baseline's."""
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["game", "algo", "seed", "status", "frames", "wall_minutes", "final_mean", "final_std",
+                    "final_episodes", "human_normalized", "best_periodic_eval"])
+        for algo, scores in ((args.algo, ours), (SB3, theirs)):
+            for s in scores:
+                w.writerow([s.game, algo, s.seed, s.status, s.frames, f"{s.wall_minutes:.1f}", s.final_mean,
+                            s.final_std, s.episodes, fmt(s.normalized, ".4f"), s.best_periodic])
+
+
+def game_row(game: str, runs: list[Score], seeds: int) -> str:
+    """A game's line of the table: its runs' final scores over seeds."""
+    if not runs:
+        return f"| {game} | 0/{seeds} | not run yet | | | | |"
+    scored = [s for s in runs if s.final_mean is not None]
+    norm = [s.normalized for s in scored if s.normalized is not None]
+    best = [s.best_periodic for s in runs if s.best_periodic is not None]
+    each = ", ".join(f"s{s.seed} {fmt(s.final_mean)}" + ("" if ended(s.status, s.final_mean) else f" ({s.status})")
+                     for s in runs)
+    return (f"| {game} | {len(scored)}/{seeds} | {spread([s.final_mean for s in scored])} | "
+            f"{fmt(statistics.mean(norm) if norm else None, '.3f')} | {each} | "
+            f"{fmt(statistics.mean(best) if best else None)} | {minutes(runs)} |")
+
+
+def minutes(runs: list[Score]) -> str:
+    """Each run's wall minutes, not their mean: a suite's runs can span machines of different speeds (chain.log
+    names each run's), and a mean over them would be no machine's time; with the bare emulator's speed and the
+    share of the CPU other work took, where the record has them."""
+    return ", ".join(f"s{s.seed} {s.wall_minutes:.1f}{sessions_line(s.sessions)}" for s in runs) if runs else "—"
+
+
+def _spread(runs: list[Score]) -> str:
+    finals = [s.final_mean for s in runs if s.final_mean is not None]
+    return f"{spread(finals)} ({len(finals)})" if finals else "—"
+
+
+def beside_sb3(args: argparse.Namespace, ours: list[Score], theirs: list[Score]) -> list[str]:
+    """The table of our final scores beside SB3 A2C's, game by game (none without SB3 runs)."""
+    if not theirs:
+        return []
+    lines = ["", "Beside Stable-Baselines3 A2C (rl-zoo's settings, baselines/sb3_a2c.py; the same "
+             f"{units(args.games)[0]} and seeds, "
+             "on the same machine; wall minutes as each run measured them, which compare only where the runs had "
+             "the machine alike: `chain.log` says when each ran):", "",
+             f"| game | {args.algo}: final (mean ± std over seeds, runs) | SB3 A2C: final | {args.algo} wall minutes, "
+             "each seed | SB3 A2C wall minutes, each seed | each seed, ours / SB3 |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for game in args.games:
+        a, b = [s for s in ours if s.game == game], [s for s in theirs if s.game == game]
+        seeds = ", ".join(f"s{seed} {fmt(next((s.final_mean for s in a if s.seed == seed), None))} / "
+                          f"{fmt(next((s.final_mean for s in b if s.seed == seed), None))}" for seed in args.seeds)
+        lines.append(f"| {game} | {_spread(a)} | {_spread(b)} | {minutes(a)} | {minutes(b)} | {seeds} |")
+    return lines
+
+
+def write_report(args: argparse.Namespace) -> Path:
+    """benchmark.md, benchmark.csv, benchmark_curves.png and benchmark_profile.png in --out (and
+    benchmark_beside.png with --compare or --published); return benchmark.md's path. The headline is rliable's IQM
+    pooled over runs x games; the table of each game's runs under it."""
+    scores = read_scores(args)
+    if not scores:
+        raise BenchmarkError(f"no finished or cut runs of this suite under {args.logdir}")
+    out = args.out or args.logdir
+    out.mkdir(parents=True, exist_ok=True)
+    references = ", ".join(f"{g} {args.reference[g][0]:g} / {args.reference[g][1]:g}" for g in args.games
+                           if g in args.reference)
+    normalized = (" Human-normalized as (score − random) / (human − random) with the random and human scores "
+                  f"{references} (no-op starts, DeepMind's dqn_zoo `atari_data.py`, unless given with --reference)."
+                  if references else "")
+    frames, games = units(args.games)
+    agg = aggregate(scores, args.seeds, args.reps)
+    lines = [f"# Benchmark: {args.algo}, {args.threads} workers, {args.frames:,} {frames}, seeds "
+             f"{' '.join(map(str, args.seeds))}", ""]
+    if not any(g in args.reference for g in args.games):
+        lines += ["No IQM: these games have no random and human reference scores (--reference adds them).", ""]
+    elif agg is None:
+        lines += ["IQM: no game has all its seeds scored yet.", ""]
+    else:
+        missing = [g for g in args.games if g not in agg["games"]]
+        runs = len(agg["games"]) * len(args.seeds)
+        lines += [f"**IQM of human-normalized final scores, pooled over the {runs} runs (rliable): {agg['iqm']:.3f} "
+                  f"(95% stratified-bootstrap CI {agg['low']:.3f} to {agg['high']:.3f})** over {len(agg['games'])} "
+                  f"game{'s' * (len(agg['games']) != 1)} x {len(args.seeds)} seeds; median {agg['median']:.3f}, "
+                  f"mean {agg['mean']:.3f}; {args.reps:,} resamples. IQM of the games' mean human-normalized final "
+                  f"scores: {agg['game_iqm']:.3f} (95% stratified-bootstrap CI {agg['game_low']:.3f} to "
+                  f"{agg['game_high']:.3f}), each game one value."
+                  + (f" Not yet in them: {', '.join(missing)}." if missing else ""), ""]
+    lines += [f"Runs under `{args.logdir}`" + (f" or recorded in `{args.record}`" if args.record else "") +
+              "; the code and machine of each run are in its `chain.log`. The score of a "
+              f"run is its last weights over {max(s.episodes for s in scores)} {games} (`final_eval` in its "
+              f"summary.json).{normalized}", "",
+              "| game | runs scored | final score (mean ± std over seeds) | human-normalized (mean) | each seed's "
+              "final score | best periodic evaluation, mean over seeds (a curve point, not the score) | wall "
+              "minutes, each seed (bare emulator frames/s, other work's share of the CPU) |",
+              "| --- | --- | --- | --- | --- | --- | --- |"]
+    lines += [game_row(g, [s for s in scores if s.game == g], len(args.seeds)) for g in args.games]
+    lines += ["", "Protocol of each game, as its runs' summaries name it: " + "; ".join(protocols(scores)) + "."]
+    theirs = read_scores(args, SB3)
+    write_csv(args, scores, theirs, out / "benchmark.csv")
+    for source in sorted({s.source for s in scores + theirs if s.source}):
+        runs = ", ".join(f"{s.game} s{s.seed} ({algo})" for algo, runs in ((args.algo, scores), ("SB3 A2C", theirs))
+                         for s in runs if s.source == source)
+        lines += ["", f"Records rebuilt from {source}, their run dirs lost (so no curve): {runs}."]
+    lines += beside_sb3(args, scores, theirs)
+    if agg is not None:
+        lines += beside_others(args, scores, agg, out)
+    plot_curves(args, scores, theirs, out / "benchmark_curves.png")
+    lines += ["", "![evaluations against frames, each run](benchmark_curves.png)"]
+    if agg is not None:
+        label = f"{args.algo}, {args.threads} workers, {args.frames / 1e6:g}M {frames}"
+        plot_profile(agg, label, out / "benchmark_profile.png", agg.get("others"))
+        lines += ["", "![performance profile](benchmark_profile.png)"]
+    (out / "benchmark.md").write_text("\n".join(lines) + "\n")
+    return out / "benchmark.md"
+
+
