@@ -6,7 +6,7 @@ import shutil
 import statistics
 import sys
 
-from hogwild_dqn.tools.frontpage import END, START, table
+from hogwild_dqn.tools.frontpage import END, SOURCES, START, table
 from tests.conftest import ROOT, run_cmd
 
 
@@ -15,8 +15,7 @@ def test_the_readme_table_is_the_records_and_follows_them(tmp_path):
     assert check.returncode == 0, check.stderr
     readme = (ROOT / "README.md").read_text()
     assert table() in readme.split(START)[1].split(END)[0]
-    for folder in ("docs/benchmark-ppo", "docs/ppo_pong_epochs2", "docs/benchmark-mujoco-ppo", "docs/benchmark",
-                   "docs/pong_confirmed", "docs/benchmark-mujoco"):
+    for folder in {f for _, _, *folders in SOURCES for f in folders if f and (ROOT / f).is_dir()}:
         shutil.copytree(ROOT / folder, tmp_path / folder)
     (tmp_path / "README.md").write_text(readme)
     record = tmp_path / "docs" / "benchmark-ppo" / "records" / "Breakout-ppo-s1.json"
@@ -25,11 +24,31 @@ def test_the_readme_table_is_the_records_and_follows_them(tmp_path):
     record.write_text(json.dumps(summary))
     others = [json.loads(p.read_text())["final_eval"]["mean_return"]
               for p in record.parent.glob("Breakout-ppo-s[23].json")]
-    assert f"| Breakout | {statistics.mean([1000.0, *others]):,.1f} ± " in table(tmp_path)
+    assert f" | {statistics.mean([1000.0, *others]):,.1f} ± " in row(table(tmp_path), "Breakout")
     stale = run_cmd([sys.executable, "-m", "hogwild_dqn.tools.frontpage", "--check", "--root", tmp_path], 120)
     assert stale.returncode == 1 and "is not the records'" in stale.stderr
     wrote = run_cmd([sys.executable, "-m", "hogwild_dqn.tools.frontpage", "--root", tmp_path], 120)
     assert wrote.returncode == 0 and table(tmp_path) in (tmp_path / "README.md").read_text()
+
+
+def test_a_suite_without_all_its_runs_shows_how_many_it_has_not_an_iqm(tmp_path):
+    """An IQM over a few games would read as the suite's: until every game has its seeds, the count of runs."""
+    label, _, folder, *_ = SOURCES[0]
+    records = tmp_path / folder / "records"
+    records.mkdir(parents=True)
+    summary = json.loads((ROOT / "docs" / "benchmark-ppo" / "records" / "Qbert-ppo-s1.json").read_text())
+    (records / "Qbert-ppo-s1.json").write_text(json.dumps(summary))
+    (records / "Qbert-ppo-s2.json").write_text(json.dumps({**summary, "seed": 2}))
+    shutil.copy(ROOT / "docs" / "benchmark-ppo" / "benchmark.md", tmp_path / folder / "benchmark.md")  # a pooled IQM
+    made = table(tmp_path)
+    assert row(made, "**Atari IQM**").split(" | ")[1] == "2 of 18 runs"
+    assert row(made, "Qbert").split(" | ")[1] == f"{summary['final_eval']['mean_return']:,.1f} ± 0.0 (2 seeds)"
+    assert row(made, "Pong").split(" | ")[1] == "—"
+
+
+def row(markdown: str, name: str) -> str:
+    """The table's row of `name`."""
+    return next(line for line in markdown.splitlines() if line.startswith(f"| {name} "))
 
 
 def test_the_readme_is_a_front_page():
