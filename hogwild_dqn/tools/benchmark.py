@@ -1,14 +1,14 @@
 """The benchmark suite: games x seeds of one algorithm, run one after another into one log root, then its report.
 
-    python -m hogwild_dqn.tools.benchmark [--suite atari|atari-sticky|atari5|mujoco] [--games Pong Breakout ...] [--seeds 1 2 3]
-        [--frames 10000000] [--algo a3c] [--threads 2] [--sb3] [--logdir runs/benchmark] [--record DIR]
-        [--report-only] [-- train.py flags]
+    python -m hogwild_dqn.tools.benchmark [--suite atari|atari-sticky|atari5|mujoco] [--games Pong Breakout ...]
+        [--seeds 1 2 3] [--frames 10000000] [--algo a3c] [--threads 2] [--sb3] [--logdir runs/benchmark]
+        [--record DIR] [--report-only] [-- train.py flags]
     (or: make benchmark, make benchmark SUITE=mujoco)
 
 The atari suite (the default): the default algorithm (PPO on ALE games; --algo a3c) on six games, 10M frames
-each; atari-sticky the same with sticky actions 0.25, atari5 Atari-5's five games with them. The mujoco suite: Hopper, Walker2d, HalfCheetah and Ant (v5), 1M steps each, and beside each run
-Stable-Baselines3 A2C with rl-zoo's settings (baselines/sb3_a2c.py, `make install-baselines`; --sb3 / --no-sb3 for
-any suite).
+each; atari-sticky the same with sticky actions 0.25, atari5 Atari-5's five games with them. The mujoco suite:
+Hopper, Walker2d, HalfCheetah and Ant (v5), 1M steps each, and beside each run Stable-Baselines3 A2C with rl-zoo's
+settings (baselines/sb3_a2c.py, `make install-baselines`; --sb3 / --no-sb3 for any suite).
 
 Each run goes to <logdir>/<game>-<algo>-s<seed> (console output in <run>.log beside it, starts and ends in
 chain.log). A finished run is kept and not run again; a cut one is resumed from its checkpoint, so the suite can
