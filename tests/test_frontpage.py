@@ -33,7 +33,7 @@ def test_the_readme_table_is_the_records_and_follows_them(tmp_path):
 
 def test_a_suite_without_all_its_runs_shows_how_many_it_has_not_an_iqm(tmp_path):
     """An IQM over a few games would read as the suite's: until every game has its seeds, the count of runs."""
-    label, _, folder, *_ = SOURCES[0]
+    _, _, folder, *_ = SOURCES[0]
     records = tmp_path / folder / "records"
     records.mkdir(parents=True)
     summary = json.loads((ROOT / "docs" / "benchmark-ppo" / "records" / "Qbert-ppo-s1.json").read_text())
