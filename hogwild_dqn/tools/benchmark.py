@@ -47,6 +47,7 @@ from hogwild_dqn.version import __version__
 from hogwild_dqn.version import commit as code_commit
 
 SIX = ("Pong", "Breakout", "SpaceInvaders", "BeamRider", "Qbert", "Seaquest")
+SEEDS = (1, 2, 3)  # the seeds of each game of a suite, unless --seeds says otherwise
 STICKY = ("--sticky-actions", "0.25")  # Machado et al. 2018's protocol, ALE v5's default: the field's 10M figures'
 SUITES = {  # name -> (games, frames of each run, SB3 A2C beside it, train.py flags of every run, the kind of game)
     "atari": (SIX, 10_000_000, False, (), "atari"),
@@ -206,7 +207,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                         "same with sticky actions 0.25, the field's protocol; atari5: Atari-5's five games, sticky; "
                         "mujoco: 4 tasks x 1M steps beside SB3 A2C); the flags below override them")
     p.add_argument("--games", nargs="+", default=None)
-    p.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
+    p.add_argument("--seeds", nargs="+", type=int, default=list(SEEDS))
     p.add_argument("--frames", type=int, default=None, help="frames of every run")
     p.add_argument("--sb3", action=argparse.BooleanOptionalAction, default=None,
                    help="run Stable-Baselines3 A2C (rl-zoo settings) beside each run (default: the mujoco suite's)")
