@@ -239,7 +239,8 @@ def test_the_fields_protocol_and_atari5_are_suites_whose_runs_all_play_sticky():
     training and evaluation alike (one Config); a flag after `--` still has the last word."""
     from pathlib import Path
 
-    from hogwild_dqn.tools.benchmark import SIX, parse, train_command
+    from hogwild_dqn.tools.benchmark import parse, train_command
+    from hogwild_dqn.tools.suites import SIX
 
     args = parse(["--suite", "atari-sticky"])
     assert tuple(args.games) == SIX and args.algo == "ppo" and args.frames == 10_000_000

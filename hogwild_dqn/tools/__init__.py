@@ -1,9 +1,9 @@
 """Tools around the trainer, not part of it: throughput (bench), sweep reports (report), the benchmark suite
-(benchmark, with the published scores beside it: published, and Atari-5's 57-game estimate: atari5), the README's
-results table (frontpage), DQN's ablation (ablation), the memory soak (soak), curves from CSV (curves) and a
-trained network's internals (probe). Each is a command of its own (`python -m hogwild_dqn.tools.NAME`, or its make
-target / console command); none is imported by the trainer. What they share is here, once: how a tool starts a run,
-whether a run is done, how a number is shown, how a figure is drawn and saved."""
+(benchmark, its suites' games and protocol: suites, with the published scores beside it: published, and Atari-5's
+57-game estimate: atari5), the README's results table (frontpage), DQN's ablation (ablation), the memory soak (soak),
+curves from CSV (curves) and a trained network's internals (probe). Each is a command of its own (`python -m
+hogwild_dqn.tools.NAME`, or its make target / console command); none is imported by the trainer. What they share is
+here, once: how a tool starts a run, whether a run is done, how a number is shown, how a figure is drawn and saved."""
 
 import json
 import statistics

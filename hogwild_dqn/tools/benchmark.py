@@ -43,19 +43,10 @@ from hogwild_dqn.tools.suite_report import (
     run_summary,
     write_report,
 )
+from hogwild_dqn.tools.suites import SEEDS, SUITES
 from hogwild_dqn.version import __version__
 from hogwild_dqn.version import commit as code_commit
 
-SIX = ("Pong", "Breakout", "SpaceInvaders", "BeamRider", "Qbert", "Seaquest")
-SEEDS = (1, 2, 3)  # the seeds of each game of a suite, unless --seeds says otherwise
-STICKY = ("--sticky-actions", "0.25")  # Machado et al. 2018's protocol, ALE v5's default: the field's 10M figures'
-SUITES = {  # name -> (games, frames of each run, SB3 A2C beside it, train.py flags of every run, the kind of game)
-    "atari": (SIX, 10_000_000, False, (), "atari"),
-    "atari-sticky": (SIX, 10_000_000, False, STICKY, "atari"),
-    # Atari-5 (Aitchison et al. 2023): five games whose scores estimate the 57-game median (tools/atari5.py)
-    "atari5": (("BattleZone", "DoubleDunk", "NameThisGame", "Phoenix", "Qbert"), 10_000_000, False, STICKY, "atari"),
-    "mujoco": (("Hopper-v5", "Walker2d-v5", "HalfCheetah-v5", "Ant-v5"), 1_000_000, True, (), "mujoco"),
-}
 SB3_SCRIPT = Path(__file__).resolve().parents[2] / "baselines" / "sb3_a2c.py"  # a checkout's, not installed
 
 
