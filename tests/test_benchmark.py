@@ -176,6 +176,12 @@ def test_the_headline_is_the_pooled_iqm_and_other_suites_and_published_rows_stan
     means = {r["game"]: float(r["score"]) for r in csv.DictReader(published.open())
              if r["algorithm"] == "Rainbow (Dopamine TF)"}
     assert "sticky 0.25" in row[1] and row[3:8] == [f"{means[g]:.1f}" for g in games[:5]]
+    # a source with means and no runs' own scores (OpenAI baselines' plotted curves): its means, no IQM
+    means = {r["game"]: float(r["score"]) for r in csv.DictReader(published.open())
+             if r["algorithm"] == "PPO2 (OpenAI baselines)"}
+    row = rows["PPO2 (OpenAI baselines) (means of 6 runs)"]
+    assert row[2] == "—" and row[3:8] == [f"{means[g]:.1f}" for g in games[:5]]
+    assert not any(r["algorithm"] == "PPO2 (OpenAI baselines)" for r in seeds)
     poi = re.search(r"P\(ppo > a3c\): .* with probability \*\*([\d.]+)\*\* \(95% CI ([\d.]+) to ([\d.]+)", report)
     ours = list(csv.DictReader((tmp_path / "benchmark.csv").open()))
     theirs = [json.loads(p.read_text()) for p in a3c.glob("*.json")]

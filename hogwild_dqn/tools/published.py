@@ -14,12 +14,14 @@ PUBLISHED = Path(__file__).resolve().parents[2] / "docs" / "published" / "atari_
 
 @dataclass
 class Published:
-    """One published algorithm on a suite's games: each game's mean score, its per-seed scores, its protocol."""
+    """One published algorithm on a suite's games: each game's mean score, its per-seed scores, its protocol, and
+    the fewest runs behind any game's mean (`runs`: a source may give means without the runs' own scores)."""
     algorithm: str
     protocol: str
     sources: list[str]
     means: dict[str, float]
     seeds: dict[str, list[float]]
+    runs: int
 
 
 def read(path: Path, games: list[str]) -> list[Published]:
@@ -36,7 +38,8 @@ def read(path: Path, games: list[str]) -> list[Published]:
                  for g in games}
         out.append(Published(algorithm, mine[games[0]]["protocol"],
                              sorted({mine[g]["source"].split(" (")[0] for g in games}),
-                             {g: float(mine[g]["score"]) for g in games}, seeds))
+                             {g: float(mine[g]["score"]) for g in games}, seeds,
+                             min(int(mine[g]["seeds"]) for g in games)))
     return out
 
 

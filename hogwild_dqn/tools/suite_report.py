@@ -253,7 +253,9 @@ def beside_others(args: argparse.Namespace, scores: list[Score], agg: dict, out:
         runs = published.run_matrix(pub, games, normalize)
         iqm = (interval({"iqm": np.array(runs)}, lambda x: np.array([metrics.aggregate_iqm(x)]), args.reps)["iqm"]
                if runs else (None, None, None))
-        rows.append((f"{pub.algorithm} ({len(runs) if runs else '?'} seeds)", pub.protocol, iqm, pub.means))
+        # without per-run scores there is no pooled IQM to give, only the means the source gives
+        label = f"{pub.algorithm} ({len(runs)} seeds)" if runs else f"{pub.algorithm} (means of {pub.runs} runs)"
+        rows.append((label, pub.protocol, iqm, pub.means))
     if len(rows) == 1:
         return []
     five = all(g in games for g in atari5.GAMES)  # Atari-5's estimate of the 57-game median, where it applies
