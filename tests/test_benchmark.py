@@ -9,6 +9,7 @@ import sys
 import time
 
 import imageio.v2 as imageio
+import psutil
 import pytest
 
 from hogwild_dqn.tools.suite_report import units
@@ -75,13 +76,19 @@ def test_the_report_scores_each_run_by_its_final_evaluation_and_aggregates_with_
     assert iqm_line((clone / "benchmark.md").read_text())[1] == iqm_line(report)[1]  # the point estimate
 
 
-def test_a_stopped_suite_resumes_its_cut_run_from_the_checkpoint(tmp_path):
-    run = tmp_path / "CartPole-v1-a3c-s1"
+def start_suite(logdir):
+    """A one-run suite of 40,000 frames started in the background; returned once its last worker logs."""
+    run = logdir / "CartPole-v1-a3c-s1"
     proc = start([sys.executable, "-m", "hogwild_dqn.tools.benchmark", *SUITE, "--frames", "40000", "--seeds", "1",
-                  "--logdir", tmp_path, *TRAIN])
+                  "--logdir", logdir, *TRAIN])
     deadline = time.time() + 120
     while not list(run.glob("events.out.tfevents.*.worker1")) and time.time() < deadline:
         time.sleep(0.3)
+    return proc, run
+
+
+def test_a_stopped_suite_resumes_its_cut_run_from_the_checkpoint(tmp_path):
+    proc, run = start_suite(tmp_path)
     time.sleep(2)
     proc.send_signal(signal.SIGINT)  # as Ctrl-C: the suite hands it to the run, which stops as runs do
     _, err = proc.communicate(timeout=120)
@@ -104,6 +111,26 @@ def test_a_stopped_suite_resumes_its_cut_run_from_the_checkpoint(tmp_path):
     row = [line for line in (tmp_path / "benchmark.md").read_text().splitlines() if "(2 sessions, " in line]
     assert len(row) == 1 and row[0].startswith("| CartPole-v1 |") and "% other work)" in row[0]
     assert summary["wall_seconds"] > cut["wall_seconds"] and summary["final_eval"]["episodes"] == 5
+
+
+def test_a_session_killed_outright_stays_in_the_record(tmp_path):
+    """A session that ends with no chance to say so (the machine stops, SIGKILL) is still counted: its record
+    names it cut, and the row of its run says so."""
+    proc, run = start_suite(tmp_path)
+    everyone = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
+    for p in everyone:  # the suite, its run (a session of its own), the run's workers and evaluator
+        p.kill()
+    psutil.wait_procs(everyone, timeout=30)
+    killed = json.loads((tmp_path / f"{run.name}.sessions.json").read_text())
+    assert [s["end"] for s in killed] == [None] and killed[0]["wall_seconds"] is None
+
+    record = tmp_path / "record"
+    done = benchmark(*SUITE, "--frames", "40000", "--seeds", 1, "--logdir", tmp_path, "--record", record, *TRAIN)
+    assert done.returncode == 0, done.stderr
+    sessions = json.loads((record / f"{run.name}.json").read_text())["sessions"]
+    assert sessions[0] == killed[0] and sessions[1]["end"] and sessions[1]["wall_seconds"] > 0
+    row = [line for line in (tmp_path / "benchmark.md").read_text().splitlines() if "1 cut without an end" in line]
+    assert len(row) == 1 and row[0].startswith("| CartPole-v1 |") and "(2 sessions, " in row[0]
 
 
 @pytest.mark.parametrize("args, said", [

@@ -36,3 +36,6 @@ def test_a_runs_sessions_in_a_few_words():
     assert sessions_line([one, two]) == " (2 sessions, bare 8.1k/11.1k, 40% other work)"  # weighted by wall time
     assert sessions_line([{**one, "bare_emulator_fps": None}]) == " (10% other work)"
     assert sessions_line(None) == sessions_line([]) == ""
+    cut = {"wall_seconds": None, "bare_emulator_fps": 4970, "other_work_cpu_share": None}  # killed outright
+    assert sessions_line([cut, two]) == " (2 sessions, 1 cut without an end, bare 5.0k/11.1k, 50% other work)"
+    assert sessions_line([cut]) == " (1 cut without an end, bare 5.0k)"

@@ -141,15 +141,23 @@ def session(args: argparse.Namespace, name: str, game: str, start: str, cmd: lis
     machine = Session(game)
     said = "; ".join(filter(None, (where, machine.emulator and f"bare emulator {machine.emulator:,} frames/s")))
     say(args, f"{start}{f' ({said})' if said else ''}: {' '.join(cmd[1:])}")
+    path = args.logdir / f"{name}.sessions.json"
+    earlier = read_json(path) or []
+    keep_sessions(path, [*earlier, machine.begun()])  # kept before it runs: a session killed outright still counts
     rc = train(cmd, args.logdir / f"{name}.log")
     ended = machine.end()
     say(args, f"end {name} rc={rc}; other work took {ended['other_work_cpu_share']:.0%} of the CPU")
-    path = args.logdir / f"{name}.sessions.json"
-    try:
-        atomic_bytes((json.dumps([*(read_json(path) or []), ended], indent=1) + "\n").encode(), path)
-    except WriteFailed as e:  # the run is whole: only this session's figures are not kept
-        print(f"benchmark: {e}", file=sys.stderr)
+    keep_sessions(path, [*earlier, ended])
     return rc
+
+
+def keep_sessions(path: Path, sessions: list[dict]) -> None:
+    """Write a run's sessions; a failed write loses only their figures (the run is whole), so it is said, not
+    raised."""
+    try:
+        atomic_bytes((json.dumps(sessions, indent=1) + "\n").encode(), path)
+    except WriteFailed as e:
+        print(f"benchmark: {e}", file=sys.stderr)
 
 
 def run_suite(args: argparse.Namespace) -> list[str]:

@@ -64,6 +64,12 @@ class Session:
         self.start, self.emulator = utc_now(), bare_emulator(game)
         self.t0, self.busy0, self.ours0 = time.time(), _busy_seconds(), _our_seconds()
 
+    def begun(self) -> dict:
+        """The session as the record keeps it until it ends: one cut without an end (the machine stopped, a
+        SIGKILL) keeps this, so the record still counts it, with its wall time and other work unknown."""
+        return {"start": self.start, "end": None, "wall_seconds": None, "bare_emulator_fps": self.emulator,
+                "other_work_cpu_share": None}
+
     def end(self) -> dict:
         """The session as the record keeps it."""
         wall = max(time.time() - self.t0, 1e-9)
@@ -74,12 +80,16 @@ class Session:
 
 
 def sessions_line(sessions: list[dict]) -> str:
-    """The sessions of a run in a few words: the bare emulator's frames/s (each session's) and the share of the
-    CPU other work took over the run, or nothing for a run recorded before sessions were."""
+    """The sessions of a run in a few words: the bare emulator's frames/s (each session's), how many were cut
+    without an end, and the share of the CPU other work took over the ended ones, or nothing for a run recorded
+    before sessions were."""
     if not sessions:
         return ""
     emulator = "/".join(f"{s['bare_emulator_fps'] / 1000:.1f}k" for s in sessions if s.get("bare_emulator_fps"))
-    wall = sum(s["wall_seconds"] for s in sessions)
-    share = sum(s["other_work_cpu_share"] * s["wall_seconds"] for s in sessions) / max(wall, 1e-9)
-    resumed = f"{len(sessions)} sessions, " if len(sessions) > 1 else ""
-    return f" ({resumed}{'bare ' + emulator + ', ' if emulator else ''}{share:.0%} other work)"
+    ended = [s for s in sessions if s.get("wall_seconds") is not None]
+    wall = sum(s["wall_seconds"] for s in ended)
+    share = sum(s["other_work_cpu_share"] * s["wall_seconds"] for s in ended) / max(wall, 1e-9)
+    cut = len(sessions) - len(ended)
+    said = [f"{len(sessions)} sessions" if len(sessions) > 1 else "", f"{cut} cut without an end" if cut else "",
+            f"bare {emulator}" if emulator else "", f"{share:.0%} other work" if ended else ""]
+    return f" ({', '.join(filter(None, said))})"
