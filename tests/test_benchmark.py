@@ -11,6 +11,7 @@ import time
 import imageio.v2 as imageio
 import psutil
 import pytest
+import yaml
 
 from hogwild_dqn.tools.suite_report import units
 from tests.conftest import ROOT, run_cmd, start
@@ -102,10 +103,12 @@ def test_a_stopped_suite_resumes_its_cut_run_from_the_checkpoint(tmp_path):
     assert f"--resume {run}" in (tmp_path / "chain.log").read_text()
     summary = json.loads((run / "summary.json").read_text())
     assert summary["status"] == "finished" and summary["frames"] >= 40_000
-    kept = json.loads((record / f"{run.name}.json").read_text())  # once ended: its summary and its sessions
-    sessions = kept.pop("sessions")
+    kept = json.loads((record / f"{run.name}.json").read_text())  # once ended: its summary, sessions and values
+    sessions, values = kept.pop("sessions"), kept.pop("config")
     assert kept == summary and len(sessions) == 2  # the session cut by Ctrl-C and the resumed one
     assert all(0 <= s["other_work_cpu_share"] <= 1 and s["bare_emulator_fps"] is None for s in sessions)
+    assert all(re.fullmatch(r"[0-9a-f]{7,}(\+changes)?|version .+", s["code"]) for s in sessions)
+    assert values == yaml.safe_load((run / "config.yaml").read_text()) and values["eval_every"] == 5000
     assert f"--resume {run}" in (record / "chain.log").read_text()
     assert (tmp_path / "chain.log").read_text().count("% of the CPU") == 2
     row = [line for line in (tmp_path / "benchmark.md").read_text().splitlines() if "(2 sessions, " in line]
@@ -129,8 +132,10 @@ def test_a_session_killed_outright_stays_in_the_record(tmp_path):
     assert done.returncode == 0, done.stderr
     sessions = json.loads((record / f"{run.name}.json").read_text())["sessions"]
     assert sessions[0] == killed[0] and sessions[1]["end"] and sessions[1]["wall_seconds"] > 0
-    row = [line for line in (tmp_path / "benchmark.md").read_text().splitlines() if "1 cut without an end" in line]
+    report = (tmp_path / "benchmark.md").read_text()
+    row = [line for line in report.splitlines() if "1 cut without an end" in line]
     assert len(row) == 1 and row[0].startswith("| CartPole-v1 |") and "(2 sessions, " in row[0]
+    assert f"Code of the runs, as their records' sessions name it: {sessions[0]['code']} (1 run)." in report
 
 
 @pytest.mark.parametrize("args, said", [

@@ -27,6 +27,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import yaml
+
 from hogwild_dqn.config import DEFAULT_ALGO, ConfigError, Parser
 from hogwild_dqn.envs import resolve
 from hogwild_dqn.exits import STOPPED, UNSCORED
@@ -56,12 +58,14 @@ def is_done(args: argparse.Namespace, name: str) -> bool:
 
 
 def keep(args: argparse.Namespace, name: str) -> None:
-    """Copy an ended run's summary.json, with its sessions, to its record (--record), where the suite finds it on
-    any machine."""
+    """Copy an ended run's summary.json, with its sessions and the values it ran with (its config.yaml: the
+    preset and the flags over it), to its record (--record), where the suite finds it on any machine."""
     summary = run_summary(args, name)
     if args.record and summary and done(summary):
+        cfg = args.logdir / name / "config.yaml"
+        record = {**summary, "config": yaml.safe_load(cfg.read_text())} if cfg.is_file() else summary
         args.record.mkdir(parents=True, exist_ok=True)
-        atomic_bytes((json.dumps(summary, indent=2) + "\n").encode(), args.record / f"{name}.json")  # whole or not
+        atomic_bytes((json.dumps(record, indent=2) + "\n").encode(), args.record / f"{name}.json")  # whole or not
 
 
 def sb3_command(args: argparse.Namespace, game: str, seed: int, run: Path) -> list[str]:
@@ -138,16 +142,16 @@ def session(args: argparse.Namespace, name: str, game: str, start: str, cmd: lis
     """One session of a run (a start or a resume) to its end, said in chain.log with `where` (the code and
     machine) and the bare emulator's speed before it, and other work's share of the CPU during it; kept in
     <run>.sessions.json for its record."""
-    machine = Session(game)
+    machine, code = Session(game), {"code": commit(), "machine": describe()}  # a resume may run on other code
     said = "; ".join(filter(None, (where, machine.emulator and f"bare emulator {machine.emulator:,} frames/s")))
     say(args, f"{start}{f' ({said})' if said else ''}: {' '.join(cmd[1:])}")
     path = args.logdir / f"{name}.sessions.json"
     earlier = read_json(path) or []
-    keep_sessions(path, [*earlier, machine.begun()])  # kept before it runs: a session killed outright still counts
+    keep_sessions(path, [*earlier, {**machine.begun(), **code}])  # kept before it runs: one killed outright counts
     rc = train(cmd, args.logdir / f"{name}.log")
     ended = machine.end()
     say(args, f"end {name} rc={rc}; other work took {ended['other_work_cpu_share']:.0%} of the CPU")
-    keep_sessions(path, [*earlier, ended])
+    keep_sessions(path, [*earlier, {**ended, **code}])
     return rc
 
 

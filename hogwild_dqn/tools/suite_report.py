@@ -127,6 +127,16 @@ def protocols(scores: list[Score]) -> list[str]:
             for g in dict.fromkeys(s.game for s in scores)]
 
 
+def codes(scores: list[Score]) -> str:
+    """The code the runs ran on, as their sessions name it, with how many runs each (a run resumed on other code
+    counts under each)."""
+    runs: dict[str, int] = {}
+    for s in scores:
+        for code in dict.fromkeys(x.get("code") or "not named in the record" for x in s.sessions or [{}]):
+            runs[code] = runs.get(code, 0) + 1
+    return "; ".join(f"{code} ({n} run{'s' * (n > 1)})" for code, n in runs.items())
+
+
 def rliable():
     """rliable's library and metrics modules (an optional package: requirements-benchmark.txt)."""
     try:
@@ -435,7 +445,8 @@ def write_report(args: argparse.Namespace) -> Path:
               "minutes, each seed (bare emulator frames/s, other work's share of the CPU) |",
               "| --- | --- | --- | --- | --- | --- | --- |"]
     lines += [game_row(g, [s for s in scores if s.game == g], len(args.seeds)) for g in args.games]
-    lines += ["", "Protocol of each game, as its runs' summaries name it: " + "; ".join(protocols(scores)) + "."]
+    lines += ["", "Protocol of each game, as its runs' summaries name it: " + "; ".join(protocols(scores)) + ".",
+              "", f"Code of the runs, as their records' sessions name it: {codes(scores)}."]
     theirs = read_scores(args, SB3)
     write_csv(args, scores, theirs, out / "benchmark.csv")
     for source in sorted({s.source for s in scores + theirs if s.source}):
