@@ -1,6 +1,7 @@
 """The benchmark suite over real runs: its report (final scores, human-normalized IQM with its interval), the
 skipping of done runs, the resumption of a stopped one, and bad input."""
 
+import contextlib
 import csv
 import json
 import re
@@ -120,9 +121,13 @@ def test_a_session_killed_outright_stays_in_the_record(tmp_path):
     """A session that ends with no chance to say so (the machine stops, SIGKILL) is still counted: its record
     names it cut, and the row of its run says so."""
     proc, run = start_suite(tmp_path)
+    deadline = time.time() + 120
+    while not (run / "checkpoint.pt").is_file() and time.time() < deadline:  # as a machine's stop mid-run
+        time.sleep(0.3)
     everyone = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
     for p in everyone:  # the suite, its run (a session of its own), the run's workers and evaluator
-        p.kill()
+        with contextlib.suppress(psutil.NoSuchProcess):  # one that ended meanwhile
+            p.kill()
     psutil.wait_procs(everyone, timeout=30)
     killed = json.loads((tmp_path / f"{run.name}.sessions.json").read_text())
     assert [s["end"] for s in killed] == [None] and killed[0]["wall_seconds"] is None
