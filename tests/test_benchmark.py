@@ -1,7 +1,6 @@
 """The benchmark suite over real runs: its report (final scores, human-normalized IQM with its interval), the
 skipping of done runs, the resumption of a stopped one, and bad input."""
 
-import contextlib
 import csv
 import json
 import re
@@ -10,12 +9,11 @@ import sys
 import time
 
 import imageio.v2 as imageio
-import psutil
 import pytest
 import yaml
 
 from hogwild_dqn.tools.suite_report import units
-from tests.conftest import ROOT, run_cmd, start
+from tests.conftest import ROOT, kill_started, run_cmd, start
 
 # the suite's report is rliable's (with scipy): an optional extra, which `make test` installs
 pytest.importorskip("rliable", reason="the benchmark extra is not installed: make install-benchmark")
@@ -120,15 +118,11 @@ def test_a_stopped_suite_resumes_its_cut_run_from_the_checkpoint(tmp_path):
 def test_a_session_killed_outright_stays_in_the_record(tmp_path):
     """A session that ends with no chance to say so (the machine stops, SIGKILL) is still counted: its record
     names it cut, and the row of its run says so."""
-    proc, run = start_suite(tmp_path)
+    _, run = start_suite(tmp_path)
     deadline = time.time() + 120
     while not (run / "checkpoint.pt").is_file() and time.time() < deadline:  # as a machine's stop mid-run
         time.sleep(0.3)
-    everyone = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
-    for p in everyone:  # the suite, its run (a session of its own), the run's workers and evaluator
-        with contextlib.suppress(psutil.NoSuchProcess):  # one that ended meanwhile
-            p.kill()
-    psutil.wait_procs(everyone, timeout=30)
+    kill_started()  # SIGKILL to the suite, its run (a session of its own), the run's workers and evaluator
     killed = json.loads((tmp_path / f"{run.name}.sessions.json").read_text())
     assert [s["end"] for s in killed] == [None] and killed[0]["wall_seconds"] is None
 
