@@ -107,6 +107,9 @@ class Config:
     ppo_clip: float = _f(0.1, "ppo: the probability ratio's clip range (1 - clip, 1 + clip); also the value's "
                               "with --value-clip")
     value_clip: bool = _f(True, "ppo: clip the value's change from the behaviour weights' (PPO2's value loss)")
+    ppo_decoupled: bool = _f(False, "ppo: take the clipped ratio against the weights a worker synced at the start "
+                                    "of its epochs, not the acting ones, each row weighted by their ratio to "
+                                    "the acting weights (Hilton et al. 2021's decoupled objective)")
     value_normalize: bool = _f(False, "ppo: the value head learns returns standardized by the running mean and "
                                       "deviation of all workers' returns (Sample Factory's normalize_returns)")
     learner_precision: str = _f("fp32", "ppo: the updates' convolutions and matrix products in fp32 or bf16 "

@@ -2,9 +2,10 @@
 weights it synced, computes GAE advantages from the values it recorded, then makes --ppo-epochs passes of
 --ppo-minibatches minibatches over it. Before each minibatch the local copy syncs from the shared weights;
 each minibatch's gradient goes through the shared optimizer (the Hogwild contract of shared.py), so the
-workers' updates interleave lock-free, with no central learner. The ratio is always taken against the
+workers' updates interleave lock-free, with no central learner. The ratio is taken against the
 log-probabilities recorded when acting, so the clip also bounds what the other workers' updates moved the
-policy; the lag (updates by all workers since the acting weights) is logged."""
+policy; with --ppo-decoupled it is taken against the weights synced as the epochs start (algorithms/ppo.py).
+The lag (updates by all workers since the acting weights) is logged."""
 
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ class PPO:
         self.seconds = {"env": 0.0, "act": 0.0, "learn": 0.0}
         self.bf16 = learner_bf16(cfg.learner_precision, spec.is_atari)
         self.inputs = self.batch = None  # the rollout's inputs as the first layer reads them, a minibatch's
+        self.proximal = None  # --ppo-decoupled: the rollout's log-probabilities under the epochs' first weights
 
     def step(self) -> None:
         """One rollout, its advantages, its epochs; then the frames are counted and metrics logged."""
@@ -119,6 +121,11 @@ class PPO:
                     self.inputs = torch.empty((len(obs), *x.shape[1:]), dtype=dtype, memory_format=layout)
                     self.batch = torch.empty_like(_in_memory_order(self.inputs))
                 self.inputs[start:start + len(x)] = x
+            if self.w.cfg.ppo_decoupled:  # the weights just synced are the proximal ones
+                actions = self.actions.flatten(0, 1)
+                self.proximal = torch.cat([log_prob_entropy(self.local(self.inputs[s:s + 64], prepared=True,
+                                                                       bf16=self.bf16)[0], actions[s:s + 64])[0]
+                                           for s in range(0, len(obs), 64)])
         return self.inputs
 
     def minibatch_inputs(self, rows: torch.Tensor) -> torch.Tensor:
@@ -136,19 +143,18 @@ class PPO:
         n = self.rewards.numel()
         self.prepare()
         flat = (self.actions.flatten(0, 1), self.log_probs.flatten(), self.values.flatten(), advantages.flatten(),
-                returns.flatten())
+                returns.flatten(), self.proximal)
         for _ in range(cfg.ppo_epochs):
             for rows in np.array_split(w.rng.permutation(n), cfg.ppo_minibatches):
                 if w.shared.is_set(STOP):  # the rest of the epochs would delay the run's end by seconds
                     return
                 rows = torch.from_numpy(rows)
-                actions, log_probs, values, adv, returns = (x[rows] for x in flat)
+                batch = Minibatch(*(None if x is None else x[rows] for x in flat))
                 inputs = self.minibatch_inputs(rows)
                 self.sync()
                 out = self.local(inputs, prepared=True, bf16=self.bf16)
-                loss, info = self.loss_fn(out, Minibatch(actions, log_probs, values, adv, returns), clip=cfg.ppo_clip,
-                                          value_coef=cfg.value_coef, entropy_beta=cfg.entropy_beta,
-                                          clip_value=cfg.value_clip)
+                loss, info = self.loss_fn(out, batch, clip=cfg.ppo_clip, value_coef=cfg.value_coef,
+                                          entropy_beta=cfg.entropy_beta, clip_value=cfg.value_clip)
                 info[metrics.POLICY_LAG] = int(w.shared.worker_updates.sum()) - version
                 info["losses/grad_norm"] = w.apply(loss, self.params)
                 w.logged(info, 0.0, self.phases)

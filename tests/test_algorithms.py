@@ -227,3 +227,28 @@ def test_ppo_loss_inside_the_clip_is_the_policy_gradient():
     # ratio 1: d(-A r)/d logits = -A * (onehot - pi) / 2 rows: row 0 [-0.25, 0.25], row 1 (A = -1, a = 1) the same
     assert logits.grad.flatten().tolist() == pytest.approx([-0.25, 0.25, -0.25, 0.25])
     assert info["losses/clip_fraction"].item() == 0.0 and info["losses/approx_kl"].item() == pytest.approx(0.0)
+
+
+def test_ppo_loss_decoupled_by_hand():
+    """--ppo-decoupled: the clip is centred on the proximal weights and each row weighted by pi_prox / pi_old;
+    with the behaviour's own log-probabilities as the proximal ones it is PPO's loss and gradient exactly."""
+    from hogwild_dqn.algorithms.ppo import ppo_loss
+
+    def run(batch):
+        logits = torch.zeros(2, 2, requires_grad=True)
+        loss, info = ppo_loss((logits, torch.zeros(2)), batch, clip=0.2, value_coef=0.0, entropy_beta=0.0,
+                              clip_value=False)
+        loss.backward()
+        return loss.item(), logits.grad.flatten().tolist(), info
+
+    plain = _ppo_minibatch()
+    same = run(plain._replace(proximal=plain.log_probs.clone()))
+    assert same[:2] == run(plain)[:2]
+    # pi = pi_prox = 0.5 for both rows: r = 1, inside the clip, so the rows that PPO clipped (ratios 1.5 and 0.5
+    # to pi_old) now learn, weighted by pi_prox / pi_old = 1.5 and 0.5. Advantages standardized: [1, -1].
+    loss, grad, info = run(plain._replace(proximal=f(math.log(0.5), math.log(0.5))))
+    assert loss == pytest.approx((1.5 * -1 + 0.5 * 1) / 2)
+    # d(-w A r)/d logits = -w A (onehot - pi) / 2 rows: row 0 1.5 * [-0.25, 0.25], row 1 (a = 1, A = -1)
+    # 0.5 * [-0.25, 0.25]
+    assert grad == pytest.approx([-0.375, 0.375, -0.125, 0.125])
+    assert info["losses/clip_fraction"].item() == 0.0 and info["losses/approx_kl"].item() == pytest.approx(0.0)

@@ -117,3 +117,35 @@ def test_value_normalize_takes_advantages_on_returns_and_targets_standardized(tm
     torch.testing.assert_close(norm.mean, mean)
     torch.testing.assert_close(norm.var, var)
     torch.testing.assert_close(seen["returns"], ((returns - mean) / var.sqrt()).float())
+
+
+def test_decoupled_ratio_is_taken_against_the_weights_synced_as_the_epochs_start(tmp_path):
+    """--ppo-decoupled on Pong's frames: what another worker pushed between a rollout's acting and its epochs
+    is in the proximal log-probabilities (computed once, over the prepared inputs, in chunks), not in the
+    behaviour's; a whole step then learns from them."""
+    from hogwild_dqn.actor_learner import ActorLearner
+    from hogwild_dqn.distributions import log_prob_entropy
+    from hogwild_dqn.envs import env_spec
+    from hogwild_dqn.ppo_worker import PPO
+    from hogwild_dqn.rundir import Run
+    from hogwild_dqn.shared import new_shared_state
+
+    cfg = Config(game="Pong", algo="ppo", envs_per_worker=2, t_max=40, frames=10**6, progress=False, video_steps=0,
+                 ppo_minibatches=2, ppo_epochs=2, ppo_decoupled=True)
+    spec = env_spec(cfg)
+    shared = new_shared_state(cfg, spec, 1)
+    worker = ActorLearner(0, 0, Run(cfg, spec, tmp_path, 1), shared, cfg.envs_per_worker)
+    ppo = PPO(worker)
+    ppo.sync()
+    ppo.play()
+    with torch.no_grad():  # another worker's updates, in the shared weights
+        for p in shared.model.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    ppo.prepare()
+    with torch.no_grad():
+        want = log_prob_entropy(ppo.local(ppo.obs.flatten(0, 1))[0], ppo.actions.flatten(0, 1))[0]
+    assert ppo.proximal.shape == (80,)  # 64 rows, then 16
+    torch.testing.assert_close(ppo.proximal, want, atol=1e-4, rtol=1e-4)
+    assert (ppo.proximal - ppo.log_probs.flatten()).abs().max() > 1e-2
+    ppo.step()
+    assert int(shared.worker_updates[0]) == 2 * 2 and torch.isfinite(ppo.proximal).all()
