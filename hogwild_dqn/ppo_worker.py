@@ -142,14 +142,14 @@ class PPO:
         w, cfg = self.w, self.w.cfg
         n = self.rewards.numel()
         self.prepare()
-        flat = (self.actions.flatten(0, 1), self.log_probs.flatten(), self.values.flatten(), advantages.flatten(),
-                returns.flatten(), self.proximal)
+        flat = Minibatch(self.actions.flatten(0, 1), self.log_probs.flatten(), self.values.flatten(),
+                         advantages.flatten(), returns.flatten(), self.proximal)
         for _ in range(cfg.ppo_epochs):
             for rows in np.array_split(w.rng.permutation(n), cfg.ppo_minibatches):
                 if w.shared.is_set(STOP):  # the rest of the epochs would delay the run's end by seconds
                     return
                 rows = torch.from_numpy(rows)
-                batch = Minibatch(*(None if x is None else x[rows] for x in flat))
+                batch = flat.rows(rows)
                 inputs = self.minibatch_inputs(rows)
                 self.sync()
                 out = self.local(inputs, prepared=True, bf16=self.bf16)

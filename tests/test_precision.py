@@ -53,11 +53,6 @@ def _loss_and_gradients(net, frames, batch, bf16: bool) -> tuple[float, list[tor
     return float(loss.detach()), [p.grad.clone() for p in net.parameters()]
 
 
-def _rows(batch: Minibatch, rows: slice) -> Minibatch:
-    """The minibatch of `rows` (fields left None stay None)."""
-    return Minibatch(*(None if x is None else x[rows] for x in batch))
-
-
 @pytest.mark.parametrize("torso, hidden", [("paper", 256), ("nature", 512)])
 def test_bf16_updates_match_float32_within_the_stated_tolerance(torso, hidden):
     """A fixed minibatch of 256 Breakout-like frames, with a policy and a value that are not uniform: in bfloat16
@@ -84,9 +79,9 @@ def test_bf16_updates_match_float32_within_the_stated_tolerance(torso, hidden):
     batch = Minibatch(actions, old_log_probs, values + 0.02 * torch.randn(512, generator=g),
                       torch.randn(512, generator=g), values + torch.randn(512, generator=g))
     first, other = (slice(0, 256), slice(256, 512))
-    loss32, grads32 = _loss_and_gradients(net, frames[first], _rows(batch, first), bf16=False)
-    loss16, grads16 = _loss_and_gradients(net, frames[first], _rows(batch, first), bf16=True)
-    _, grads_other = _loss_and_gradients(net, frames[other], _rows(batch, other), bf16=False)
+    loss32, grads32 = _loss_and_gradients(net, frames[first], batch.rows(first), bf16=False)
+    loss16, grads16 = _loss_and_gradients(net, frames[first], batch.rows(first), bf16=True)
+    _, grads_other = _loss_and_gradients(net, frames[other], batch.rows(other), bf16=False)
     assert abs(loss16 - loss32) <= 0.005 * abs(loss32)
     for (name, _), a, b, c in zip(net.named_parameters(), grads32, grads16, grads_other, strict=True):
         err, sampling = float((a - b).norm() / a.norm()), float((a - c).norm() / a.norm())

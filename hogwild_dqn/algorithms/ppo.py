@@ -21,6 +21,10 @@ class Minibatch(NamedTuple):
     proximal: torch.Tensor | None = None  # [B] log pi_prox(a | s) of the weights the clip is taken against
                                           # (--ppo-decoupled); None: the behaviour weights'
 
+    def rows(self, index) -> Minibatch:
+        """The minibatch of the rows `index` selects (fields left None stay None)."""
+        return Minibatch(*(None if x is None else x[index] for x in self))
+
 
 def ppo_loss(out: tuple[torch.Tensor, torch.Tensor], batch: Minibatch, *, clip: float, value_coef: float,
              entropy_beta: float, clip_value: bool, **_) -> tuple[torch.Tensor, dict]:
