@@ -6,8 +6,9 @@
     python -m hogwild_dqn.tools.bench --algos a3c --envs 8 --profile 60000    # where one worker's time goes
 
 Each point starts real worker processes over real shared memory (evaluator off), lets them warm up, counts
-the global frames and the updates pushed over --seconds, and stops them; points are interleaved across
-repeats so that a noisy machine hurts every point alike. Medians are reported, with bench.md and bench.json
+each worker's frames and the updates it pushed over at least --seconds, from one of its counts to another
+(whole rollouts for PPO, which counts a rollout's frames at its end), and stops them; points are interleaved
+across repeats so that a noisy machine hurts every point alike. Medians are reported, with bench.md and bench.json
 written to --out. A replay method (dqn) runs its own preset (configs/dqn_atari.yaml) with minibatches from
 its first --batch-size transitions, so that its updates are measured with its acting; it plays one game per
 worker whatever --envs says. It is measured twice: as a run starts (epsilon near 1: acting needs almost no
@@ -26,6 +27,7 @@ the baseline's side with the same values).
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import shlex
@@ -81,7 +83,7 @@ def workers_fps(cfg: Config, threads: int, warmup: float, seconds: float) -> tup
             while time.perf_counter() < until and not done():
                 if failure := procs.check():
                     raise RuntimeError(f"a worker died during the benchmark ({failure})")
-                time.sleep(0.05)
+                time.sleep(0.01)
 
         try:
             procs.start()
@@ -89,13 +91,43 @@ def workers_fps(cfg: Config, threads: int, warmup: float, seconds: float) -> tup
             if shared.frames() == 0:
                 raise RuntimeError(f"no frame in the first {START_SECONDS} s of the benchmark's workers")
             wait(time.perf_counter() + warmup)
-            f0, u0, t0 = shared.frames(), int(shared.worker_updates.sum()), time.perf_counter()
-            wait(t0 + seconds)
-            f1, u1, t1 = shared.frames(), int(shared.worker_updates.sum()), time.perf_counter()
+            return counted_rates(shared.worker_frames[:threads], shared.worker_updates, wait, seconds)
         finally:
             procs.stop(wait_for_eval=False)
-    return (f1 - f0) / (t1 - t0), (u1 - u0) / (t1 - t0)
 
+
+def counted_rates(frames: torch.Tensor, updates: torch.Tensor, wait, seconds: float) -> tuple[float, float]:
+    """Frames/s and updates/s of workers whose counters (`frames`, `updates`: one slot each) are counted in
+    steps, summed over the workers, each worker's own rate taken between two moments its frame count stepped:
+    its first step after now and its first step at least `seconds` later. A fixed window read the steps, not
+    the rate: a PPO worker counts its 4,096 frames at a rollout's end, and a 20 s window held 8 or 9 of the
+    two workers' rollouts on a slow machine, 11% apart whatever the code's speed. `wait(until, done)` polls
+    `done` until the time `until` (and notices a dead worker); a worker that steps too seldom ends in an
+    error rather than a wait without limit."""
+    start, n = time.perf_counter(), len(frames)
+    first: list[tuple | None] = [None] * n
+    last: list[tuple | None] = [None] * n
+    seen = frames.tolist()
+
+    def stepped() -> bool:
+        now, counts = time.perf_counter(), frames.tolist()
+        for i, count in enumerate(counts):
+            if count != seen[i]:
+                mark = (now, count, int(updates[i]))
+                if first[i] is None:
+                    first[i] = mark
+                elif last[i] is None and now - first[i][0] >= seconds:
+                    last[i] = mark
+        seen[:] = counts
+        return all(m is not None for m in last)
+
+    limit = start + 2 * seconds + START_SECONDS
+    wait(limit, stepped)
+    if not all(m is not None for m in last):
+        slow = [i for i in range(n) if last[i] is None]
+        raise RuntimeError(f"worker(s) {slow} counted frames too seldom to measure in {limit - start:.0f} s")
+    spans = [(b[0] - a[0], b[1] - a[1], b[2] - a[2]) for a, b in zip(first, last, strict=True)]
+    return sum(f / t for t, f, _ in spans), sum(u / t for t, _, u in spans)
 
 FINAL_EPS = "@final-eps"  # a replay method's second point: epsilon at its final value from the first step
 
@@ -143,14 +175,25 @@ def bench_config(game: str, algo: str, envs: int, overrides: dict) -> Config:
     return Config(**{**point_config(base, algo, envs).to_dict(), **overrides})
 
 
-# Run in a fresh interpreter inside a tree (the working tree's or the baseline's): that tree's own bench
-# functions measure that tree's workers. Only point_config and workers_fps are used, whose signatures every
-# commit since the tools moved into hogwild_dqn/tools keeps (an older --baseline fails with its import error).
+# Run in a fresh interpreter inside a tree (the working tree's or the baseline's): that tree's own workers
+# and processes, measured by this tree's workers_fps and counted_rates, whose source is put into the script, so
+# that both sides are measured alike. The tree must keep point_config, Processes(context, Run, shared,
+# with_evaluator=...), Run, new_shared_state, env_spec and the per-worker counters (every commit since the
+# tools moved into hogwild_dqn/tools does; an older --baseline fails with its import error).
 DRIVER = """
-import json, sys
+import json, sys, tempfile, time
+from pathlib import Path
 import torch
-from hogwild_dqn.tools.bench import point_config, workers_fps
+import torch.multiprocessing as mp
 from hogwild_dqn.config import Config
+from hogwild_dqn.envs import env_spec
+from hogwild_dqn.processes import Processes
+from hogwild_dqn.rundir import Run
+from hogwild_dqn.shared import new_shared_state
+from hogwild_dqn.tools.bench import point_config
+START_SECONDS = %d
+%s
+%s
 a = json.loads(sys.argv[1])
 torch.set_num_threads(1)
 base = Config(game=a["game"], frames=10**12, progress=False, video_steps=0)
@@ -159,12 +202,12 @@ cfg = Config(**{**cfg.to_dict(), **a["overrides"]})
 print(json.dumps(workers_fps(cfg, a["threads"], a["warmup"], a["seconds"])))
 """
 
-
 def point_in_tree(tree: Path, point: dict) -> tuple[float, float]:
     """(frames/s, updates/s) of one point, measured by the code in `tree`, in a fresh process."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    done = subprocess.run([sys.executable, "-c", DRIVER, json.dumps(point)], cwd=tree, env=env, capture_output=True,
-                          text=True, timeout=120 + 2 * point["seconds"])
+    script = DRIVER % (START_SECONDS, inspect.getsource(workers_fps), inspect.getsource(counted_rates))
+    done = subprocess.run([sys.executable, "-c", script, json.dumps(point)], cwd=tree, env=env, capture_output=True,
+                          text=True, timeout=2 * START_SECONDS + point["warmup"] + 4 * point["seconds"] + 60)
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise RuntimeError(f"the point {point['algo']} x{point['threads']} failed in {tree}: {last}")
