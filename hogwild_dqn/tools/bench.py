@@ -129,6 +129,7 @@ def counted_rates(frames: torch.Tensor, updates: torch.Tensor, wait, seconds: fl
     spans = [(b[0] - a[0], b[1] - a[1], b[2] - a[2]) for a, b in zip(first, last, strict=True)]
     return sum(f / t for t, f, _ in spans), sum(u / t for t, _, u in spans)
 
+
 FINAL_EPS = "@final-eps"  # a replay method's second point: epsilon at its final value from the first step
 
 
@@ -201,6 +202,7 @@ cfg = point_config(base, a["algo"], a["envs"])
 cfg = Config(**{**cfg.to_dict(), **a["overrides"]})
 print(json.dumps(workers_fps(cfg, a["threads"], a["warmup"], a["seconds"])))
 """
+
 
 def point_in_tree(tree: Path, point: dict) -> tuple[float, float]:
     """(frames/s, updates/s) of one point, measured by the code in `tree`, in a fresh process."""
