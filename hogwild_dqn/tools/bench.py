@@ -21,7 +21,8 @@ tree's, each point in a fresh process on both sides, and the table gives each po
 
 With --with "FLAGS" (train.py's flags, e.g. --with "--obs-normalize --no-obs-standardize"), every algorithm is
 also measured with those values over its point's, as rows of their own interleaved with the plain ones (and on
-the baseline's side with the same values).
+the baseline's side with the same values; a value the baseline's config lacks, such as an option added since,
+is left out there, and the table says so under it: the baseline runs as it always did).
 """
 
 from __future__ import annotations
@@ -182,7 +183,7 @@ def bench_config(game: str, algo: str, envs: int, overrides: dict) -> Config:
 # with_evaluator=...), Run, new_shared_state, env_spec and the per-worker counters (every commit since the
 # tools moved into hogwild_dqn/tools does; an older --baseline fails with its import error).
 DRIVER = """
-import json, sys, tempfile, time
+import dataclasses, json, sys, tempfile, time
 from pathlib import Path
 import torch
 import torch.multiprocessing as mp
@@ -199,13 +200,15 @@ a = json.loads(sys.argv[1])
 torch.set_num_threads(1)
 base = Config(game=a["game"], frames=10**12, progress=False, video_steps=0)
 cfg = point_config(base, a["algo"], a["envs"])
-cfg = Config(**{**cfg.to_dict(), **a["overrides"]})
-print(json.dumps(workers_fps(cfg, a["threads"], a["warmup"], a["seconds"])))
+known = {f.name for f in dataclasses.fields(Config)}
+cfg = Config(**{**cfg.to_dict(), **{k: v for k, v in a["overrides"].items() if k in known}})
+print(json.dumps([*workers_fps(cfg, a["threads"], a["warmup"], a["seconds"]), sorted(set(a["overrides"]) - known)]))
 """
 
 
-def point_in_tree(tree: Path, point: dict) -> tuple[float, float]:
-    """(frames/s, updates/s) of one point, measured by the code in `tree`, in a fresh process."""
+def point_in_tree(tree: Path, point: dict) -> tuple[float, float, list[str]]:
+    """(frames/s, updates/s, the overrides `tree`'s config lacks and ran without) of one point, measured by the code
+    in `tree`, in a fresh process."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
     script = DRIVER % (START_SECONDS, inspect.getsource(workers_fps), inspect.getsource(counted_rates))
     done = subprocess.run([sys.executable, "-c", script, json.dumps(point)], cwd=tree, env=env, capture_output=True,
@@ -213,8 +216,8 @@ def point_in_tree(tree: Path, point: dict) -> tuple[float, float]:
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise RuntimeError(f"the point {point['algo']} x{point['threads']} failed in {tree}: {last}")
-    fps, ups = json.loads(done.stdout.strip().splitlines()[-1])
-    return fps, ups
+    fps, ups, lacks = json.loads(done.stdout.strip().splitlines()[-1])
+    return fps, ups, lacks
 
 
 def baseline_tree(ref: str, into: Path) -> str:
@@ -346,6 +349,7 @@ def measure(args, baseline_dir: Path | None, baseline: str | None) -> int:
     emu, samples = [], {(label, a, e, n): {"new": [], "baseline": []} for label, a, _ in labels
                         for e in ([1] if ALGORITHMS[a].replay else args.envs) for n in args.threads}
     here = Path(__file__).resolve().parent.parent
+    lacks: dict[str, list[str]] = {}  # a row's overrides the baseline's config lacks (it ran without them)
     for rep in range(args.repeats):
         emu.append(emulator_fps(base, args.seconds))
         for label, algo, e, n in samples:
@@ -357,7 +361,9 @@ def measure(args, baseline_dir: Path | None, baseline: str | None) -> int:
                     fps, ups = workers_fps(bench_config(args.game, algo, e, point["overrides"]), n, args.warmup,
                                            args.seconds)
                 else:
-                    fps, ups = point_in_tree(baseline_dir if side == "baseline" else here, point)
+                    fps, ups, missing = point_in_tree(baseline_dir if side == "baseline" else here, point)
+                    if missing and side == "baseline":
+                        lacks[label] = missing
                 samples[(label, algo, e, n)][side].append((fps, ups))
                 who = "" if baseline_dir is None else f"{side:>8}: "
                 print(f"  repeat {rep + 1}: {who}{label} x{n}, {e} games each: {fps:,.0f} frames/s, "
@@ -375,11 +381,14 @@ def measure(args, baseline_dir: Path | None, baseline: str | None) -> int:
             old = statistics.median(f for f, _ in sides["baseline"])
             r.update({"baseline_frames_per_second": old, "ratio_to_baseline": fps / old,
                       "baseline_samples": [f for f, _ in sides["baseline"]],
-                      "baseline_update_samples": [u for _, u in sides["baseline"]]})
+                      "baseline_update_samples": [u for _, u in sides["baseline"]],
+                      "baseline_lacks": lacks.get(label, [])})
         results.append(r)
     md = table(cores, emu_med, results, base.frame_skip)
     if baseline:
         md += f"\n\nbaseline: {args.baseline} ({baseline}); ratio: median frames/s of the working tree / the baseline's"
+        md += "".join(f"\nthe baseline lacks {', '.join(missing)}: its side of `{label}` ran without"
+                      for label, missing in lacks.items())
     print(md)
     (out / "bench.md").write_text(md + "\n")
     (out / "bench.json").write_text(json.dumps({"cores": cores, "game": args.game, "emulator_frames_per_second":
