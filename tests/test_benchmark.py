@@ -227,6 +227,24 @@ def test_the_headline_is_the_pooled_iqm_and_other_suites_and_published_rows_stan
     assert (tmp_path / "benchmark_beside.png").stat().st_size > 10_000
 
 
+def test_before_every_game_has_its_seeds_the_iqm_is_said_to_be_partial(tmp_path):
+    """BeamRider's three seeds and Pong's first of the 2-epoch suite: the IQM over BeamRider alone is given, but
+    as what it is (not bold, the games it covers named first), never as the suite's headline."""
+    records, suite = tmp_path / "records", ROOT / "docs" / "benchmark-ppo" / "records"
+    records.mkdir()
+    for name in ["BeamRider-ppo-s1", "BeamRider-ppo-s2", "BeamRider-ppo-s3", "Pong-ppo-s1"]:
+        (records / f"{name}.json").write_text((suite / f"{name}.json").read_text())
+    done = benchmark("--algo", "ppo", "--logdir", tmp_path / "none", "--record", records, "--out", tmp_path,
+                     "--report-only", "--reps", "200")
+    assert done.returncode == 0, done.stderr
+    report = (tmp_path / "benchmark.md").read_text()
+    first = report.split("\n\n")[1]
+    assert first.startswith("So far, not yet the suite's: 1 of its 6 games have all their seeds (BeamRider). IQM of "
+                            "human-normalized final scores, pooled over the 3 runs (rliable): ")
+    assert "**" not in first and first.endswith("Not yet in them: Pong, Breakout, SpaceInvaders, Qbert, Seaquest.")
+    assert "Beside other algorithms on BeamRider (IQM pooled" in report
+
+
 def test_the_report_of_a_suite_without_runs_says_so(tmp_path):
     done = benchmark("--logdir", tmp_path, "--report-only")
     assert done.returncode == 2 and "no finished or cut runs of this suite under" in done.stderr

@@ -269,7 +269,8 @@ def beside_others(args: argparse.Namespace, scores: list[Score], agg: dict, out:
     if len(rows) == 1:
         return []
     five = all(g in games for g in atari5.GAMES)  # Atari-5's estimate of the 57-game median, where it applies
-    head = ["", f"Beside other algorithms on these {len(games)} games (IQM pooled over runs x games, 95% "
+    on = f"these {len(games)} games" if len(games) > 1 else games[0]
+    head = ["", f"Beside other algorithms on {on} (IQM pooled over runs x games, 95% "
             "stratified-bootstrap CI; each game's mean score over seeds)."
             + (f" Published rows: `{_shown(args.published)}` (their sources and how they were read: NOTES.md beside "
                "it); a protocol unlike ours (sticky actions, training returns) makes a row a neighbour, not a rival."
@@ -429,8 +430,13 @@ def write_report(args: argparse.Namespace) -> Path:
     else:
         missing = [g for g in args.games if g not in agg["games"]]
         runs = len(agg["games"]) * len(args.seeds)
-        lines += [f"**IQM of human-normalized final scores, pooled over the {runs} runs (rliable): {agg['iqm']:.3f} "
-                  f"(95% stratified-bootstrap CI {agg['low']:.3f} to {agg['high']:.3f})** over {len(agg['games'])} "
+        # Until every game has its seeds, the IQM of those that do is not the suite's: said so first, not bold.
+        partial = (f"So far, not yet the suite's: {len(agg['games'])} of its {len(args.games)} games have all their "
+                   f"seeds ({', '.join(agg['games'])}). " if missing else "")
+        bold = "" if missing else "**"
+        lines += [f"{partial}{bold}IQM of human-normalized final scores, pooled over the {runs} runs (rliable): "
+                  f"{agg['iqm']:.3f} (95% stratified-bootstrap CI {agg['low']:.3f} to {agg['high']:.3f}){bold} over "
+                  f"{len(agg['games'])} "
                   f"game{'s' * (len(agg['games']) != 1)} x {len(args.seeds)} seeds; median {agg['median']:.3f}, "
                   f"mean {agg['mean']:.3f}; {args.reps:,} resamples. IQM of the games' mean human-normalized final "
                   f"scores: {agg['game_iqm']:.3f} (95% stratified-bootstrap CI {agg['game_low']:.3f} to "
