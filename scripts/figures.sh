@@ -94,3 +94,9 @@ $PY -m hogwild_dqn.tools.curves --x frames --by seed --title "BeamRider, seed 1:
   docs/benchmark-ppo-epochs4/records/BeamRider-ppo-s1.json="4 epochs (3ffa1db)," \
   docs/screens/ppo-nature-e4/BeamRider-ppo-s1.json="4 epochs, Nature network, bf16 (acd800e)," \
   docs/benchmark/records/BeamRider-a3c-s1.json="A3C,"
+$PY -m hogwild_dqn.tools.curves --x frames --by seed \
+  --title "BeamRider, seed 1, sticky actions: the decoupled clip, no value clip, and A3C" \
+  --out docs/ppo_clip_beamrider_frames.png docs/benchmark-sticky/records/BeamRider-ppo-s1.json="the default (0c97936)," \
+  docs/screens/ppo-decoupled/BeamRider-ppo-s1.json="--ppo-decoupled (f3f2450)," \
+  docs/screens/ppo-no-value-clip/BeamRider-ppo-s1.json="--no-value-clip (f3f2450)," \
+  docs/benchmark/records/BeamRider-a3c-s1.json="A3C (no sticky actions),"
