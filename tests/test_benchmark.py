@@ -239,7 +239,7 @@ def test_before_every_game_has_its_seeds_the_iqm_is_said_to_be_partial(tmp_path)
     assert done.returncode == 0, done.stderr
     report = (tmp_path / "benchmark.md").read_text()
     first = report.split("\n\n")[1]
-    assert first.startswith("So far, not yet the suite's: 1 of its 6 games have all their seeds (BeamRider). IQM of "
+    assert first.startswith("So far, not yet the suite's: 1 of its 6 games has all their seeds (BeamRider). IQM of "
                             "human-normalized final scores, pooled over the 3 runs (rliable): ")
     assert "**" not in first and first.endswith("Not yet in them: Pong, Breakout, SpaceInvaders, Qbert, Seaquest.")
     assert "Beside other algorithms on BeamRider (IQM pooled" in report

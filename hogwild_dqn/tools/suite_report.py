@@ -431,7 +431,8 @@ def write_report(args: argparse.Namespace) -> Path:
         missing = [g for g in args.games if g not in agg["games"]]
         runs = len(agg["games"]) * len(args.seeds)
         # Until every game has its seeds, the IQM of those that do is not the suite's: said so first, not bold.
-        partial = (f"So far, not yet the suite's: {len(agg['games'])} of its {len(args.games)} games have all their "
+        have = "has" if len(agg["games"]) == 1 else "have"
+        partial = (f"So far, not yet the suite's: {len(agg['games'])} of its {len(args.games)} games {have} all their "
                    f"seeds ({', '.join(agg['games'])}). " if missing else "")
         bold = "" if missing else "**"
         lines += [f"{partial}{bold}IQM of human-normalized final scores, pooled over the {runs} runs (rliable): "
