@@ -104,7 +104,8 @@ def counted_rates(frames: torch.Tensor, updates: torch.Tensor, wait, seconds: fl
     the rate: a PPO worker counts its 4,096 frames at a rollout's end, and a 20 s window held 8 or 9 of the
     two workers' rollouts on a slow machine, 11% apart whatever the code's speed. `wait(until, done)` polls
     `done` until the time `until` (and notices a dead worker); a worker that steps too seldom ends in an
-    error rather than a wait without limit."""
+    error rather than a wait without limit. Updates are read at a frame step, so they are whole only because
+    every worker pushes its updates before it counts the frames they learnt from."""
     start, n = time.perf_counter(), len(frames)
     first: list[tuple | None] = [None] * n
     last: list[tuple | None] = [None] * n
