@@ -5,6 +5,7 @@ import csv
 import json
 import re
 import signal
+import statistics
 import sys
 import time
 
@@ -234,8 +235,9 @@ def test_before_every_game_has_its_seeds_the_iqm_is_said_to_be_partial(tmp_path)
     records.mkdir()
     for name in ["BeamRider-ppo-s1", "BeamRider-ppo-s2", "BeamRider-ppo-s3", "Pong-ppo-s1"]:
         (records / f"{name}.json").write_text((suite / f"{name}.json").read_text())
+    a3c = ROOT / "docs" / "benchmark" / "records"
     done = benchmark("--algo", "ppo", "--logdir", tmp_path / "none", "--record", records, "--out", tmp_path,
-                     "--report-only", "--reps", "200")
+                     "--report-only", "--reps", "200", "--compare", a3c)
     assert done.returncode == 0, done.stderr
     report = (tmp_path / "benchmark.md").read_text()
     first = report.split("\n\n")[1]
@@ -243,6 +245,12 @@ def test_before_every_game_has_its_seeds_the_iqm_is_said_to_be_partial(tmp_path)
                             "human-normalized final scores, pooled over the 3 runs (rliable): ")
     assert "**" not in first and first.endswith("Not yet in them: Pong, Breakout, SpaceInvaders, Qbert, Seaquest.")
     assert "Beside other algorithms on BeamRider (IQM pooled" in report
+    # A3C's row over BeamRider alone: the IQM of three runs trims none, so it is their mean human-normalized score
+    theirs = [json.loads(f.read_text())["final_eval"]["mean_return"] for f in sorted(a3c.glob("BeamRider-*.json"))]
+    random, human = 363.9, 16926.5
+    row = next(line.split(" | ") for line in report.splitlines() if line.startswith("| a3c, "))
+    assert len(theirs) == 3 and float(row[2].split()[0]) == pytest.approx(
+        (statistics.mean(theirs) - random) / (human - random), abs=5e-4)
 
 
 def test_the_report_of_a_suite_without_runs_says_so(tmp_path):

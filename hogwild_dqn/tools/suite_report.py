@@ -243,6 +243,7 @@ def beside_others(args: argparse.Namespace, scores: list[Score], agg: dict, out:
     lines, profiles = [], {}
     for folder in args.compare:
         algo, theirs = read_records(args, folder)
+        theirs = [s for s in theirs if s.game in games]  # their IQM over this suite's games, not all of theirs
         seeds = sorted({s.seed for s in theirs})
         if not seeds or any(sum(1 for s in theirs if s.game == g) != len(seeds) for g in games):
             lines.append(f"- `{folder}`: not every game of this suite has all of its seeds there; left out.")
