@@ -138,6 +138,31 @@ def test_a_session_killed_outright_stays_in_the_record(tmp_path):
     assert f"Code of the runs, as their records' sessions name it: {sessions[0]['code']} (1 run)." in report
 
 
+def test_an_attempt_cut_before_its_first_checkpoint_is_set_aside_with_its_sessions(tmp_path):
+    """A run killed before its first checkpoint starts over: its dir and its sessions are set aside together
+    (<run>.cut-<time>), and the record of the run that ends names only its own session, not the attempt's."""
+    run = tmp_path / "CartPole-v1-a3c-s1"
+    start([sys.executable, "-m", "hogwild_dqn.tools.benchmark", *SUITE, "--frames", "2000000", "--seeds", "1",
+           "--logdir", tmp_path, "--", "--eval-every", "2000000"])  # no checkpoint before the end
+    deadline = time.time() + 120
+    while not list(run.glob("events.out.tfevents.*.worker1")) and time.time() < deadline:
+        time.sleep(0.3)
+    kill_started()
+    assert run.is_dir() and not (run / "checkpoint.pt").exists()
+    attempt = json.loads((tmp_path / f"{run.name}.sessions.json").read_text())
+    assert [s["end"] for s in attempt] == [None]
+
+    record = tmp_path / "record"
+    done = benchmark(*SUITE, "--seeds", 1, "--logdir", tmp_path, "--record", record, *TRAIN)
+    assert done.returncode == 0, done.stderr
+    cut = sorted(p.name for p in tmp_path.glob(f"{run.name}.cut-*"))
+    assert len(cut) == 2 and cut[1] == f"{cut[0]}.sessions.json" and (tmp_path / cut[0]).is_dir()
+    assert json.loads((tmp_path / cut[1]).read_text()) == attempt
+    sessions = json.loads((record / f"{run.name}.json").read_text())["sessions"]
+    assert len(sessions) == 1 and sessions[0]["end"] and sessions[0]["start"] > attempt[0]["start"]
+    assert "cut without an end" not in (tmp_path / "benchmark.md").read_text()
+
+
 @pytest.mark.parametrize("args, said", [
     (["--reference", "Pong=1"], "--reference 'Pong=1': expected GAME=RANDOM,HUMAN"),
     (["--frames", "0"], "must be positive"),

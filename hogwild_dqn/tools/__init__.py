@@ -16,13 +16,23 @@ from pathlib import Path
 TRAIN = (sys.executable, "-m", "hogwild_dqn.train")
 
 
+def sessions_file(run: Path) -> Path:
+    """Where a suite keeps the sessions of the run in `run` (when, on which machine and code): beside the run
+    dir, which is the trainer's."""
+    return run.with_name(f"{run.name}.sessions.json")
+
+
 def resume_or_start(run: Path, start: list[str]) -> list[str]:
     """The command that brings the run in `run` to its end: resume it from its checkpoint (a run that was cut),
-    else `start` it, with a dir cut before its first checkpoint set aside as <run>.cut-<time>."""
+    else `start` it, with a dir cut before its first checkpoint set aside as <run>.cut-<time>, and the sessions
+    of that attempt with it: the run that starts owes them nothing, its record must not count them."""
     if (run / "checkpoint.pt").is_file():
         return [*TRAIN, "--resume", str(run), "--no-progress"]
+    cut = run.with_name(f"{run.name}.cut-{int(time.time())}")
     if run.exists():
-        run.rename(run.with_name(f"{run.name}.cut-{int(time.time())}"))
+        run.rename(cut)
+    if sessions_file(run).exists():
+        sessions_file(run).rename(sessions_file(cut))
     return start
 
 

@@ -33,7 +33,7 @@ from hogwild_dqn.config import DEFAULT_ALGO, ConfigError, Parser
 from hogwild_dqn.envs import resolve
 from hogwild_dqn.exits import STOPPED, UNSCORED
 from hogwild_dqn.files import WriteFailed, atomic_bytes, cause, write_failed
-from hogwild_dqn.tools import TRAIN, done, published, read_json, resume_or_start
+from hogwild_dqn.tools import TRAIN, done, published, read_json, resume_or_start, sessions_file
 from hogwild_dqn.tools.machine import Session, describe, utc_now
 from hogwild_dqn.tools.suite_report import (
     HUMAN_REFERENCE,
@@ -145,7 +145,7 @@ def session(args: argparse.Namespace, name: str, game: str, start: str, cmd: lis
     machine, code = Session(game), {"code": commit(), "machine": describe()}  # a resume may run on other code
     said = "; ".join(filter(None, (where, machine.emulator and f"bare emulator {machine.emulator:,} frames/s")))
     say(args, f"{start}{f' ({said})' if said else ''}: {' '.join(cmd[1:])}")
-    path = args.logdir / f"{name}.sessions.json"
+    path = sessions_file(args.logdir / name)
     earlier = read_json(path) or []
     keep_sessions(path, [*earlier, {**machine.begun(), **code}])  # kept before it runs: one killed outright counts
     rc = train(cmd, args.logdir / f"{name}.log")

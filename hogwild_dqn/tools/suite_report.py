@@ -22,7 +22,7 @@ from pathlib import Path
 from hogwild_dqn.config import ConfigError
 from hogwild_dqn.envs import resolve
 from hogwild_dqn.evaluation.scores import is_periodic
-from hogwild_dqn.tools import atari5, done, ended, fmt, published, pyplot, read_json, save, spread
+from hogwild_dqn.tools import atari5, done, ended, fmt, published, pyplot, read_json, save, sessions_file, spread
 from hogwild_dqn.tools.machine import sessions_line
 
 SB3 = "sb3_a2c"  # the baseline's name in run dirs and tables
@@ -82,7 +82,7 @@ def read_summary(args: argparse.Namespace, name: str) -> dict | None:
 def run_summary(args: argparse.Namespace, name: str) -> dict | None:
     """A run dir's summary.json with the machine during each of its sessions (<run>.sessions.json) added."""
     summary = read_json(args.logdir / name / "summary.json")
-    sessions = read_json(args.logdir / f"{name}.sessions.json") if summary else None
+    sessions = read_json(sessions_file(args.logdir / name)) if summary else None
     return {**summary, "sessions": sessions} if sessions else summary
 
 
