@@ -13,7 +13,7 @@ import imageio.v2 as imageio
 import pytest
 import yaml
 
-from hogwild_dqn.tools.suite_report import units
+from hogwild_dqn.tools.suite_report import HUMAN_REFERENCE, units
 from tests.conftest import ROOT, kill_started, run_cmd, start
 
 # the suite's report is rliable's (with scipy): an optional extra, which `make test` installs
@@ -77,11 +77,11 @@ def test_the_report_scores_each_run_by_its_final_evaluation_and_aggregates_with_
     assert iqm_line((clone / "benchmark.md").read_text())[1] == iqm_line(report)[1]  # the point estimate
 
 
-def start_suite(logdir):
-    """A one-run suite of 40,000 frames started in the background; returned once its last worker logs."""
+def start_suite(logdir, frames=40_000, train=TRAIN):
+    """A one-run suite of `frames` started in the background; returned once its last worker logs."""
     run = logdir / "CartPole-v1-a3c-s1"
-    proc = start([sys.executable, "-m", "hogwild_dqn.tools.benchmark", *SUITE, "--frames", "40000", "--seeds", "1",
-                  "--logdir", logdir, *TRAIN])
+    proc = start([sys.executable, "-m", "hogwild_dqn.tools.benchmark", *SUITE, "--frames", str(frames), "--seeds",
+                  "1", "--logdir", logdir, *train])
     deadline = time.time() + 120
     while not list(run.glob("events.out.tfevents.*.worker1")) and time.time() < deadline:
         time.sleep(0.3)
@@ -141,12 +141,7 @@ def test_a_session_killed_outright_stays_in_the_record(tmp_path):
 def test_an_attempt_cut_before_its_first_checkpoint_is_set_aside_with_its_sessions(tmp_path):
     """A run killed before its first checkpoint starts over: its dir and its sessions are set aside together
     (<run>.cut-<time>), and the record of the run that ends names only its own session, not the attempt's."""
-    run = tmp_path / "CartPole-v1-a3c-s1"
-    start([sys.executable, "-m", "hogwild_dqn.tools.benchmark", *SUITE, "--frames", "2000000", "--seeds", "1",
-           "--logdir", tmp_path, "--", "--eval-every", "2000000"])  # no checkpoint before the end
-    deadline = time.time() + 120
-    while not list(run.glob("events.out.tfevents.*.worker1")) and time.time() < deadline:
-        time.sleep(0.3)
+    _, run = start_suite(tmp_path, 2_000_000, ["--", "--eval-every", "2000000"])  # no checkpoint before the end
     kill_started()
     assert run.is_dir() and not (run / "checkpoint.pt").exists()
     attempt = json.loads((tmp_path / f"{run.name}.sessions.json").read_text())
@@ -272,7 +267,7 @@ def test_before_every_game_has_its_seeds_the_iqm_is_said_to_be_partial(tmp_path)
     assert "Beside other algorithms on BeamRider (IQM pooled" in report
     # A3C's row over BeamRider alone: the IQM of three runs trims none, so it is their mean human-normalized score
     theirs = [json.loads(f.read_text())["final_eval"]["mean_return"] for f in sorted(a3c.glob("BeamRider-*.json"))]
-    random, human = 363.9, 16926.5
+    random, human = HUMAN_REFERENCE["BeamRider"]
     row = next(line.split(" | ") for line in report.splitlines() if line.startswith("| a3c, "))
     assert len(theirs) == 3 and float(row[2].split()[0]) == pytest.approx(
         (statistics.mean(theirs) - random) / (human - random), abs=5e-4)
