@@ -213,6 +213,7 @@ def test_the_headline_is_the_pooled_iqm_and_other_suites_and_published_rows_stan
     report = (tmp_path / "benchmark.md").read_text()
     first = report.split("\n\n")[1]
     assert first.startswith("**IQM of human-normalized final scores, pooled over the 18 runs (rliable): ")
+    assert "Code of the runs" not in report  # these records are older than sessions: none names its code
     rows = {line.split(" | ")[0][2:]: line.split(" | ") for line in report.splitlines()
             if line.startswith("| ") and " (9" not in line and "IQM (95% CI)" not in line}
     games = ["Pong", "Breakout", "SpaceInvaders", "BeamRider", "Qbert", "Seaquest"]
@@ -235,7 +236,9 @@ def test_the_headline_is_the_pooled_iqm_and_other_suites_and_published_rows_stan
     row = rows["PPO2 (OpenAI baselines) (means of 6 runs)"]
     assert row[2] == "—" and row[3:8] == means("PPO2 (OpenAI baselines)")
     assert not any(r["algorithm"] == "PPO2 (OpenAI baselines)" for r in seeds)
-    poi = re.search(r"P\(ppo > a3c\): .* with probability \*\*([\d.]+)\*\* \(95% CI ([\d.]+) to ([\d.]+)", report)
+    # each side named by its algorithm and its suite's folder: two suites of one algorithm stay apart
+    poi = re.search(r"P\(ppo \(benchmark-ppo\) > a3c \(benchmark\)\): .* with probability \*\*([\d.]+)\*\* "
+                    r"\(95% CI ([\d.]+) to ([\d.]+)", report)
     ours = list(csv.DictReader((tmp_path / "benchmark.csv").open()))
     theirs = [json.loads(p.read_text()) for p in a3c.glob("*.json")]
     by_game = []
@@ -246,6 +249,8 @@ def test_the_headline_is_the_pooled_iqm_and_other_suites_and_published_rows_stan
     assert float(poi.group(1)) == pytest.approx(sum(by_game) / len(games), abs=1e-3)
     assert float(poi.group(2)) <= float(poi.group(1)) <= float(poi.group(3))
     assert (tmp_path / "benchmark_beside.png").stat().st_size > 10_000
+    assert "](benchmark_improvement.png)" in report  # rliable's figure of that probability, drawn
+    assert (tmp_path / "benchmark_improvement.png").stat().st_size > 10_000
 
 
 def test_before_every_game_has_its_seeds_the_iqm_is_said_to_be_partial(tmp_path):

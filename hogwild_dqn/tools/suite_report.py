@@ -5,9 +5,9 @@ The report opens with the interquartile mean (IQM) of the human-normalized final
 last weights over --final-eval-episodes games), then that of the games' means, each with a 95% stratified-bootstrap
 confidence interval (rliable: Agarwal et al. 2021; `make install-benchmark`), then per game the mean ± std over
 seeds. Beside it (benchmark_beside.png): other suites' records (--compare, e.g. A3C's: their IQM, performance
-profile and the probability that a run of ours beats one of theirs) and published scores (--published; on Atari
-docs/published/atari_10m.csv by default), each row with its protocol, and Atari-5's estimate of the 57-game median
-where the suite has its five games.
+profile and the probability that a run of ours beats one of theirs, benchmark_improvement.png) and published scores
+(--published; on Atari docs/published/atari_10m.csv by default), each row with its protocol, and Atari-5's estimate
+of the 57-game median where the suite has its five games.
 """
 
 from __future__ import annotations
@@ -225,7 +225,8 @@ def beside_others(args: argparse.Namespace, scores: list[Score], agg: dict, out:
     """Other suites' records (--compare) and published algorithms (--published) on this suite's games: each one's
     IQM pooled over runs x games with its interval, each game's mean score, the probability that a run of ours
     beats one of a compared suite's (rliable's, averaged over games), and the figure of the IQMs
-    (benchmark_beside.png); the compared suites' performance profiles join ours. Nothing without either."""
+    (benchmark_beside.png) and of the probabilities (benchmark_improvement.png); the compared suites' performance
+    profiles join ours. Nothing without either."""
     import numpy as np
 
     _, metrics = rliable()
@@ -240,7 +241,9 @@ def beside_others(args: argparse.Namespace, scores: list[Score], agg: dict, out:
     means = {g: statistics.mean(s.final_mean for s in scores if s.game == g) for g in games}
     rows = [(f"{args.algo}, this suite ({len(args.seeds)} seeds)", protocol, (agg["iqm"], agg["low"], agg["high"]),
              means)]
-    lines, profiles = [], {}
+    lines, profiles, improvements = [], {}, {}
+    # a suite is named by its folder beside its algorithm: two suites of one algorithm (epochs, protocols) differ
+    ours_name = f"{args.algo} ({(args.record.parent if args.record else out).name})"
     for folder in args.compare:
         algo, theirs = read_records(args, folder)
         theirs = [s for s in theirs if s.game in games]  # their IQM over this suite's games, not all of theirs
@@ -256,9 +259,11 @@ def beside_others(args: argparse.Namespace, scores: list[Score], agg: dict, out:
         rows.append((label, next((s.protocol for s in theirs if s.protocol), OLDER_PROTOCOL),
                      (their["iqm"], their["low"], their["high"]),
                      {g: statistics.mean(s.final_mean for s in theirs if s.game == g) for g in games}))
-        profiles[f"{algo} ({folder.parent.name})"] = their
-        lines.append(f"- P({args.algo} > {algo}): a run of this suite scores above one of `{folder}` on the same game "
-                     f"with probability **{poi[0]:.3f}** (95% CI {poi[1]:.3f} to {poi[2]:.3f}; rliable's "
+        their_name = f"{algo} ({folder.parent.name})"
+        profiles[their_name] = their
+        improvements[f"{ours_name};{their_name}"] = poi
+        lines.append(f"- P({ours_name} > {their_name}): a run of this suite scores above one of `{folder}` on the "
+                     f"same game with probability **{poi[0]:.3f}** (95% CI {poi[1]:.3f} to {poi[2]:.3f}; rliable's "
                      "probability of improvement, averaged over games).")
     for pub in published.read(args.published, games) if args.published else []:
         runs = published.run_matrix(pub, games, normalize)
@@ -291,7 +296,29 @@ def beside_others(args: argparse.Namespace, scores: list[Score], agg: dict, out:
                     + (f" {median[0]:.3f} ({median[1]:.3f}-{median[2]:.3f}) |" if median else ""))
     plot_beside([(r[0], r[2]) for r in rows if r[2][0] is not None], out / "benchmark_beside.png")
     agg["others"] = profiles
-    return head + ([""] + lines if lines else []) + ["", "![IQM of each algorithm](benchmark_beside.png)"]
+    figures = ["", "![IQM of each algorithm](benchmark_beside.png)"]
+    if improvements:
+        plot_improvement(improvements, out / "benchmark_improvement.png")
+        figures += ["", "![probability of improvement over each compared suite](benchmark_improvement.png)"]
+    return head + ([""] + lines if lines else []) + figures
+
+
+def plot_improvement(improvements: dict[str, tuple[float, float, float]], out: Path) -> None:
+    """rliable's figure of the probability of improvement, one bar (its 95% interval, the estimate a tick) per
+    pair "X;Y" of `improvements` ({pair: (point, low, high)})."""
+    import numpy as np
+
+    plt = pyplot()
+    from rliable import plot_utils
+
+    fig, ax = plt.subplots(figsize=(7, 0.6 * len(improvements) + 1.4))
+    plot_utils.plot_probability_of_improvement(
+        {k: np.array([p]) for k, (p, _, _) in improvements.items()},
+        {k: np.array([low, high]) for k, (_, low, high) in improvements.items()}, pair_separator=";", ax=ax,
+        xticks=[0.0, 0.25, 0.5, 0.75, 1.0], xlabel="P(a run of X scores above one of Y on the same game)",
+        left_ylabel="X", right_ylabel="Y", ticklabelsize="small", labelsize="medium")
+    ax.set_xlim(0, 1)
+    save(fig, out)
 
 
 def _shown(path: Path) -> str:
@@ -453,8 +480,9 @@ def write_report(args: argparse.Namespace) -> Path:
               "minutes, each seed (bare emulator frames/s, other work's share of the CPU) |",
               "| --- | --- | --- | --- | --- | --- | --- |"]
     lines += [game_row(g, [s for s in scores if s.game == g], len(args.seeds)) for g in args.games]
-    lines += ["", "Protocol of each game, as its runs' summaries name it: " + "; ".join(protocols(scores)) + ".",
-              "", f"Code of the runs, as their records' sessions name it: {codes(scores)}."]
+    lines += ["", "Protocol of each game, as its runs' summaries name it: " + "; ".join(protocols(scores)) + "."]
+    if any(x.get("code") for s in scores for x in s.sessions or []):  # records older than sessions name none
+        lines += ["", f"Code of the runs, as their records' sessions name it: {codes(scores)}."]
     theirs = read_scores(args, SB3)
     write_csv(args, scores, theirs, out / "benchmark.csv")
     for source in sorted({s.source for s in scores + theirs if s.source}):
