@@ -42,6 +42,7 @@ def test_a_suite_without_all_its_runs_shows_how_many_it_has_not_an_iqm(tmp_path)
     shutil.copy(ROOT / "docs" / "benchmark-ppo" / "benchmark.md", tmp_path / folder / "benchmark.md")  # a pooled IQM
     made = table(tmp_path)
     assert row(made, "**Atari IQM**").split(" | ")[1] == "2 of 18 runs"
+    assert made.splitlines()[2].startswith("| **Atari IQM** ")  # the headline leads, the games under it
     assert row(made, "Qbert").split(" | ")[1] == f"{summary['final_eval']['mean_return']:,.1f} ± 0.0 (2 seeds)"
     assert row(made, "Pong").split(" | ")[1] == "—"
 
