@@ -13,6 +13,7 @@ import imageio.v2 as imageio
 import pytest
 import yaml
 
+from hogwild_dqn.tools import atari5
 from hogwild_dqn.tools.suite_report import HUMAN_REFERENCE, units
 from tests.conftest import ROOT, kill_started, run_cmd, start
 
@@ -251,6 +252,50 @@ def test_the_headline_is_the_pooled_iqm_and_other_suites_and_published_rows_stan
     assert (tmp_path / "benchmark_beside.png").stat().st_size > 10_000
     assert "](benchmark_improvement.png)" in report  # rliable's figure of that probability, drawn
     assert (tmp_path / "benchmark_improvement.png").stat().st_size > 10_000
+
+
+def test_atari5s_estimate_stands_in_each_row_with_its_band_and_its_interval_over_runs(tmp_path):
+    """A suite of Atari-5's five games: each row gives the paper's estimate of the 57-game median from its games'
+    mean scores, the band of the paper's error, and the estimate's 95% interval over runs, which holds the estimate;
+    a row whose runs agree on every game has an interval of one point. The records are one real record of the
+    sticky suite, its game, seed and score set for each run."""
+    base = json.loads((ROOT / "docs" / "benchmark-sticky" / "records" / "Qbert-ppo-s1.json").read_text())
+    apart = {"BattleZone": [16000, 22000, 28000], "DoubleDunk": [-18, -15, -12], "NameThisGame": [4000, 6000, 8000],
+             "Phoenix": [3000, 5000, 7000], "Qbert": [6000, 9000, 12000]}
+    rows, reports = {}, {}
+    for name, scores in (("apart", apart), ("agree", {g: [statistics.mean(v)] * 3 for g, v in apart.items()})):
+        records = tmp_path / name / "records"
+        records.mkdir(parents=True)
+        for game, runs in scores.items():
+            for seed, score in enumerate(runs, 1):
+                record = dict(base, game=game, seed=seed, final_eval=dict(base["final_eval"], mean_return=score))
+                (records / f"{game}-ppo-s{seed}.json").write_text(json.dumps(record))
+        done = benchmark("--suite", "atari5", "--logdir", tmp_path / "none", "--record", records, "--out",
+                         tmp_path / name, "--report-only", "--reps", "2000")
+        assert done.returncode == 0, done.stderr
+        reports[name] = report = (tmp_path / name / "benchmark.md").read_text()
+        assert "| Atari-5: 57-game median (band; CI over runs) |" in report
+        rows[name] = {line.split(" | ")[0][2:]: line.split(" | ")[-1] for line in report.splitlines()
+                      if line.startswith("| ") and "57-game" not in line and "---" not in line}
+    estimate = atari5.estimate({g: statistics.mean(v) for g, v in apart.items()})
+    cells = [re.fullmatch(r"([\d.]+) \(([\d.]+)-([\d.]+); ([\d.]+)-([\d.]+)\) \|", rows[k]["ppo, this suite (3 seeds)"])
+             for k in ("apart", "agree")]
+    point, low, high, ci_low, ci_high = map(float, cells[0].groups())
+    assert (point, low, high) == pytest.approx(estimate, abs=5e-4)
+    assert ci_low < point < ci_high and ci_high - ci_low > 0.05
+    assert cells[1].group(1) == cells[1].group(4) == cells[1].group(5) == cells[0].group(1)
+    # the report says it under its IQM, the estimate bold: what a suite of these games is run for
+    assert (f"**Atari-5's estimate of the median human-normalized score over the 57 games (Aitchison et al. 2023): "
+            f"{cells[0].group(1)}** (the paper's band of ±10.4%: {cells[0].group(2)} to {cells[0].group(3)}; 95% "
+            f"stratified-bootstrap CI over runs {cells[0].group(4)} to {cells[0].group(5)})") in reports["apart"]
+    # a published algorithm's row: the estimate from its games' means, the interval from its per-seed rows
+    published = [r for r in csv.DictReader((ROOT / "docs" / "published" / "atari_10m.csv").open())
+                 if r["algorithm"] == "IQN (Dopamine TF)"]
+    iqn = re.fullmatch(r"([\d.]+) \(([\d.]+)-([\d.]+); ([\d.]+)-([\d.]+)\) \|",
+                       next(v for k, v in rows["apart"].items() if k.startswith("IQN (Dopamine TF)")))
+    expected = atari5.estimate({r["game"]: float(r["score"]) for r in published if r["game"] in atari5.GAMES})
+    assert float(iqn.group(1)) == pytest.approx(expected[0], abs=5e-4)
+    assert float(iqn.group(4)) <= float(iqn.group(1)) <= float(iqn.group(5))
 
 
 def test_before_every_game_has_its_seeds_the_iqm_is_said_to_be_partial(tmp_path):

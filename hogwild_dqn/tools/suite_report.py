@@ -7,7 +7,8 @@ confidence interval (rliable: Agarwal et al. 2021; `make install-benchmark`), th
 seeds. Beside it (benchmark_beside.png): other suites' records (--compare, e.g. A3C's: their IQM, performance
 profile and the probability that a run of ours beats one of theirs, benchmark_improvement.png) and published scores
 (--published; on Atari docs/published/atari_10m.csv by default), each row with its protocol, and Atari-5's estimate
-of the 57-game median where the suite has its five games.
+of the 57-game median where the suite has its five games (the paper's band and an interval over runs; the suite's own
+estimate under its IQM).
 """
 
 from __future__ import annotations
@@ -240,7 +241,7 @@ def beside_others(args: argparse.Namespace, scores: list[Score], agg: dict, out:
     protocol = next((s.protocol for s in scores if s.protocol), "not recorded")
     means = {g: statistics.mean(s.final_mean for s in scores if s.game == g) for g in games}
     rows = [(f"{args.algo}, this suite ({len(args.seeds)} seeds)", protocol, (agg["iqm"], agg["low"], agg["high"]),
-             means)]
+             means, raw_matrix(scores, args.seeds, games))]
     lines, profiles, improvements = [], {}, {}
     # a suite is named by its folder beside its algorithm: two suites of one algorithm (epochs, protocols) differ
     ours_name = f"{args.algo} ({(args.record.parent if args.record else out).name})"
@@ -258,7 +259,8 @@ def beside_others(args: argparse.Namespace, scores: list[Score], agg: dict, out:
         label = f"{algo}, `{folder}` ({len(seeds)} seeds)"
         rows.append((label, next((s.protocol for s in theirs if s.protocol), OLDER_PROTOCOL),
                      (their["iqm"], their["low"], their["high"]),
-                     {g: statistics.mean(s.final_mean for s in theirs if s.game == g) for g in games}))
+                     {g: statistics.mean(s.final_mean for s in theirs if s.game == g) for g in games},
+                     raw_matrix(theirs, seeds, games)))
         their_name = f"{algo} ({folder.parent.name})"
         profiles[their_name] = their
         improvements[f"{ours_name};{their_name}"] = poi
@@ -271,7 +273,8 @@ def beside_others(args: argparse.Namespace, scores: list[Score], agg: dict, out:
                if runs else (None, None, None))
         # without per-run scores there is no pooled IQM to give, only the means the source gives
         label = f"{pub.algorithm} ({len(runs)} seeds)" if runs else f"{pub.algorithm} (means of {pub.runs} runs)"
-        rows.append((label, pub.protocol, iqm, pub.means))
+        raw = published.run_matrix(pub, games, lambda game, score: score)
+        rows.append((label, pub.protocol, iqm, pub.means, np.array(raw) if raw else None))
     if len(rows) == 1:
         return []
     five = all(g in games for g in atari5.GAMES)  # Atari-5's estimate of the 57-game median, where it applies
@@ -282,18 +285,19 @@ def beside_others(args: argparse.Namespace, scores: list[Score], agg: dict, out:
                "it); a protocol unlike ours (sticky actions, training returns) makes a row a neighbour, not a rival."
                if args.published else "")
             + (" Atari-5 (Aitchison et al. 2023, `hogwild_dqn/tools/atari5.py`) estimates each row's median "
-               "human-normalized score over the 57 games from its five games' mean scores, within about "
-               f"{atari5.RELATIVE_ERROR:.1%}." if five else ""),
+               "human-normalized score over the 57 games from its five games' mean scores; the band is the paper's "
+               f"relative error, ±{atari5.RELATIVE_ERROR:.1%} (on final scores: at 10M frames its estimates of "
+               "Dopamine's agents erred more, NOTES.md), the CI the estimate's 95% stratified-bootstrap interval over "
+               "runs, where a row has two or more." if five else ""),
             "", f"| algorithm | protocol | IQM (95% CI) | {' | '.join(games)} |"
-            + (" Atari-5: 57-game median (band) |" if five else ""),
+            + (" Atari-5: 57-game median (band; CI over runs) |" if five else ""),
             "| --- | --- | --- |" + " --- |" * (len(games) + five)]
-    for label, protocol, (iqm, low, high), game_means in rows:
+    for label, protocol, (iqm, low, high), game_means, raw in rows:
         shown = "—" if iqm is None else f"{iqm:.3f} ({low:.3f}-{high:.3f})"
         game, _, rest = protocol.partition(", ")  # our protocols name their game first
-        median = atari5.estimate(game_means) if five else None
         head.append(f"| {label} | {rest if game in args.games else protocol} | "
                     f"{shown} | " + " | ".join(fmt(game_means[g]) for g in games) + " |"
-                    + (f" {median[0]:.3f} ({median[1]:.3f}-{median[2]:.3f}) |" if median else ""))
+                    + (f" {atari5_cell(game_means, raw, games, args.reps)} |" if five else ""))
     plot_beside([(r[0], r[2]) for r in rows if r[2][0] is not None], out / "benchmark_beside.png")
     agg["others"] = profiles
     figures = ["", "![IQM of each algorithm](benchmark_beside.png)"]
@@ -301,6 +305,37 @@ def beside_others(args: argparse.Namespace, scores: list[Score], agg: dict, out:
         plot_improvement(improvements, out / "benchmark_improvement.png")
         figures += ["", "![probability of improvement over each compared suite](benchmark_improvement.png)"]
     return head + ([""] + lines if lines else []) + figures
+
+
+def raw_matrix(scores: list[Score], seeds: list[int], games: list[str]):
+    """(runs, games) final scores as played, not normalized."""
+    import numpy as np
+
+    return np.array([[next(s.final_mean for s in scores if s.game == g and s.seed == seed) for g in games]
+                     for seed in seeds])
+
+
+def atari5_estimate(means: dict[str, float], raw, games: list[str], reps: int) -> tuple:
+    """Atari-5's estimate of the 57-game median from the games' mean scores, its band (the paper's relative error)
+    and, where `raw` (runs x games, scores as played) has two runs or more, its 95% stratified-bootstrap interval
+    over runs, the seeds' spread, which the band does not hold (else None): (estimate, low, high, interval)."""
+    import numpy as np
+
+    median, low, high = atari5.estimate(means)
+    if raw is None or len(raw) < 2:
+        return median, low, high, None
+
+    def estimate(x):
+        return np.array([atari5.estimate(dict(zip(games, x.mean(axis=0), strict=True)))[0]])
+
+    _, ci_low, ci_high = interval({"atari5": raw}, estimate, reps)["atari5"]
+    return median, low, high, (ci_low, ci_high)
+
+
+def atari5_cell(means: dict[str, float], raw, games: list[str], reps: int) -> str:
+    """A table's cell of atari5_estimate: "estimate (band; interval)"."""
+    median, low, high, ci = atari5_estimate(means, raw, games, reps)
+    return f"{median:.3f} ({low:.3f}-{high:.3f}" + (f"; {ci[0]:.3f}-{ci[1]:.3f})" if ci else ")")
 
 
 def plot_improvement(improvements: dict[str, tuple[float, float, float]], out: Path) -> None:
@@ -471,6 +506,16 @@ def write_report(args: argparse.Namespace) -> Path:
                   f"scores: {agg['game_iqm']:.3f} (95% stratified-bootstrap CI {agg['game_low']:.3f} to "
                   f"{agg['game_high']:.3f}), each game one value."
                   + (f" Not yet in them: {', '.join(missing)}." if missing else ""), ""]
+        if all(g in agg["games"] for g in atari5.GAMES):  # the estimate is what Atari-5's games are run for
+            five = list(atari5.GAMES)
+            median, low, high, ci = atari5_estimate(
+                {g: statistics.mean(s.final_mean for s in scores if s.game == g) for g in five},
+                raw_matrix(scores, args.seeds, five), five, args.reps)
+            lines += [f"{bold}Atari-5's estimate of the median human-normalized score over the 57 games (Aitchison et "
+                      f"al. 2023): {median:.3f}{bold} (the paper's band of ±{atari5.RELATIVE_ERROR:.1%}: {low:.3f} to "
+                      f"{high:.3f}" + (f"; 95% stratified-bootstrap CI over runs {ci[0]:.3f} to {ci[1]:.3f}" if ci else
+                                       "; one run a game, so no interval over runs")
+                      + "), from its five games' mean scores; published algorithms' estimates beside it below.", ""]
     lines += [f"Runs under `{args.logdir}`" + (f" or recorded in `{args.record}`" if args.record else "") +
               "; the code and machine of each run are in its `chain.log`. The score of a "
               f"run is its last weights over {max(s.episodes for s in scores)} {games} (`final_eval` in its "
