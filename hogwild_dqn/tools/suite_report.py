@@ -180,12 +180,12 @@ def aggregate(scores: list[Score], seeds: list[int], reps: int, taus=None) -> di
             "taus": taus, "profile": profile["run"], "profile_ci": profile_ci["run"]}
 
 
-def run_matrix(scores: list[Score], seeds: list[int], games: list[str]):
-    """(runs, games) human-normalized final scores, as rliable expects."""
+def run_matrix(scores: list[Score], seeds: list[int], games: list[str], raw: bool = False):
+    """(runs, games) human-normalized final scores, as rliable expects; with `raw`, the scores as played."""
     import numpy as np
 
-    return np.array([[next(s.normalized for s in scores if s.game == g and s.seed == seed) for g in games]
-                     for seed in seeds])
+    return np.array([[next(s.final_mean if raw else s.normalized for s in scores if s.game == g and s.seed == seed)
+                      for g in games] for seed in seeds])
 
 
 def interval(matrices: dict, statistic, reps: int) -> dict:
@@ -241,7 +241,7 @@ def beside_others(args: argparse.Namespace, scores: list[Score], agg: dict, out:
     protocol = next((s.protocol for s in scores if s.protocol), "not recorded")
     means = {g: statistics.mean(s.final_mean for s in scores if s.game == g) for g in games}
     rows = [(f"{args.algo}, this suite ({len(args.seeds)} seeds)", protocol, (agg["iqm"], agg["low"], agg["high"]),
-             means, raw_matrix(scores, args.seeds, games))]
+             means, run_matrix(scores, args.seeds, games, raw=True))]
     lines, profiles, improvements = [], {}, {}
     # a suite is named by its folder beside its algorithm: two suites of one algorithm (epochs, protocols) differ
     ours_name = f"{args.algo} ({(args.record.parent if args.record else out).name})"
@@ -260,7 +260,7 @@ def beside_others(args: argparse.Namespace, scores: list[Score], agg: dict, out:
         rows.append((label, next((s.protocol for s in theirs if s.protocol), OLDER_PROTOCOL),
                      (their["iqm"], their["low"], their["high"]),
                      {g: statistics.mean(s.final_mean for s in theirs if s.game == g) for g in games},
-                     raw_matrix(theirs, seeds, games)))
+                     run_matrix(theirs, seeds, games, raw=True)))
         their_name = f"{algo} ({folder.parent.name})"
         profiles[their_name] = their
         improvements[f"{ours_name};{their_name}"] = poi
@@ -305,14 +305,6 @@ def beside_others(args: argparse.Namespace, scores: list[Score], agg: dict, out:
         plot_improvement(improvements, out / "benchmark_improvement.png")
         figures += ["", "![probability of improvement over each compared suite](benchmark_improvement.png)"]
     return head + ([""] + lines if lines else []) + figures
-
-
-def raw_matrix(scores: list[Score], seeds: list[int], games: list[str]):
-    """(runs, games) final scores as played, not normalized."""
-    import numpy as np
-
-    return np.array([[next(s.final_mean for s in scores if s.game == g and s.seed == seed) for g in games]
-                     for seed in seeds])
 
 
 def atari5_estimate(means: dict[str, float], raw, games: list[str], reps: int) -> tuple:
@@ -510,7 +502,7 @@ def write_report(args: argparse.Namespace) -> Path:
             five = list(atari5.GAMES)
             median, low, high, ci = atari5_estimate(
                 {g: statistics.mean(s.final_mean for s in scores if s.game == g) for g in five},
-                raw_matrix(scores, args.seeds, five), five, args.reps)
+                run_matrix(scores, args.seeds, five, raw=True), five, args.reps)
             lines += [f"{bold}Atari-5's estimate of the median human-normalized score over the 57 games (Aitchison et "
                       f"al. 2023): {median:.3f}{bold} (the paper's band of ±{atari5.RELATIVE_ERROR:.1%}: {low:.3f} to "
                       f"{high:.3f}" + (f"; 95% stratified-bootstrap CI over runs {ci[0]:.3f} to {ci[1]:.3f}" if ci else
