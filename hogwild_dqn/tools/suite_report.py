@@ -152,7 +152,7 @@ def aggregate(scores: list[Score], seeds: list[int], reps: int, taus=None) -> di
     """Over the games that have every seed scored and a human reference: the IQM of the games' mean
     human-normalized final scores (each game one value, as published suites compare), the IQM pooled over every
     run, each with its 95% stratified-bootstrap interval (seeds resampled within each game, both from the same
-    resamples), and the performance profile (rliable)."""
+    resamples), the performance profile (rliable), and where those games hold Atari-5's, its atari5_estimate."""
     import numpy as np
 
     rly, metrics = rliable()
@@ -174,7 +174,11 @@ def aggregate(scores: list[Score], seeds: list[int], reps: int, taus=None) -> di
     finally:
         np.random.set_state(state)
     (game_iqm, iqm), (game_low, low), (game_high, high) = point["run"], interval["run"][0], interval["run"][1]
-    return {"games": complete, "game_iqm": float(game_iqm), "game_low": float(game_low),
+    raw = run_matrix(scores, seeds, complete, raw=True)
+    five = all(g in complete for g in atari5.GAMES)  # what Atari-5's games are run for, estimated once here
+    return {"atari5": atari5_estimate(dict(zip(complete, raw.mean(axis=0), strict=True)), raw, complete, reps)
+            if five else None,
+            "games": complete, "game_iqm": float(game_iqm), "game_low": float(game_low),
             "game_high": float(game_high), "iqm": float(iqm), "low": float(low), "high": float(high),
             "median": float(np.median(matrix)), "mean": float(matrix.mean()),
             "taus": taus, "profile": profile["run"], "profile_ci": profile_ci["run"]}
@@ -240,8 +244,9 @@ def beside_others(args: argparse.Namespace, scores: list[Score], agg: dict, out:
     ours = run_matrix(scores, args.seeds, games)
     protocol = next((s.protocol for s in scores if s.protocol), "not recorded")
     means = {g: statistics.mean(s.final_mean for s in scores if s.game == g) for g in games}
+    five = all(g in games for g in atari5.GAMES)  # Atari-5's estimate of the 57-game median, where it applies
     rows = [(f"{args.algo}, this suite ({len(args.seeds)} seeds)", protocol, (agg["iqm"], agg["low"], agg["high"]),
-             means, run_matrix(scores, args.seeds, games, raw=True))]
+             means, agg["atari5"])]
     lines, profiles, improvements = [], {}, {}
     # a suite is named by its folder beside its algorithm: two suites of one algorithm (epochs, protocols) differ
     ours_name = f"{args.algo} ({(args.record.parent if args.record else out).name})"
@@ -260,7 +265,7 @@ def beside_others(args: argparse.Namespace, scores: list[Score], agg: dict, out:
         rows.append((label, next((s.protocol for s in theirs if s.protocol), OLDER_PROTOCOL),
                      (their["iqm"], their["low"], their["high"]),
                      {g: statistics.mean(s.final_mean for s in theirs if s.game == g) for g in games},
-                     run_matrix(theirs, seeds, games, raw=True)))
+                     their["atari5"]))
         their_name = f"{algo} ({folder.parent.name})"
         profiles[their_name] = their
         improvements[f"{ours_name};{their_name}"] = poi
@@ -274,10 +279,10 @@ def beside_others(args: argparse.Namespace, scores: list[Score], agg: dict, out:
         # without per-run scores there is no pooled IQM to give, only the means the source gives
         label = f"{pub.algorithm} ({len(runs)} seeds)" if runs else f"{pub.algorithm} (means of {pub.runs} runs)"
         raw = published.run_matrix(pub, games, lambda game, score: score)
-        rows.append((label, pub.protocol, iqm, pub.means, np.array(raw) if raw else None))
+        rows.append((label, pub.protocol, iqm, pub.means,
+                     atari5_estimate(pub.means, np.array(raw) if raw else None, games, args.reps) if five else None))
     if len(rows) == 1:
         return []
-    five = all(g in games for g in atari5.GAMES)  # Atari-5's estimate of the 57-game median, where it applies
     on = f"these {len(games)} games" if len(games) > 1 else games[0]
     head = ["", f"Beside other algorithms on {on} (IQM pooled over runs x games, 95% "
             "stratified-bootstrap CI; each game's mean score over seeds)."
@@ -292,12 +297,12 @@ def beside_others(args: argparse.Namespace, scores: list[Score], agg: dict, out:
             "", f"| algorithm | protocol | IQM (95% CI) | {' | '.join(games)} |"
             + (" Atari-5: 57-game median (band; CI over runs) |" if five else ""),
             "| --- | --- | --- |" + " --- |" * (len(games) + five)]
-    for label, protocol, (iqm, low, high), game_means, raw in rows:
+    for label, protocol, (iqm, low, high), game_means, estimate in rows:
         shown = "—" if iqm is None else f"{iqm:.3f} ({low:.3f}-{high:.3f})"
         game, _, rest = protocol.partition(", ")  # our protocols name their game first
         head.append(f"| {label} | {rest if game in args.games else protocol} | "
                     f"{shown} | " + " | ".join(fmt(game_means[g]) for g in games) + " |"
-                    + (f" {atari5_cell(game_means, raw, games, args.reps)} |" if five else ""))
+                    + (f" {atari5_cell(estimate)} |" if five else ""))
     plot_beside([(r[0], r[2]) for r in rows if r[2][0] is not None], out / "benchmark_beside.png")
     agg["others"] = profiles
     figures = ["", "![IQM of each algorithm](benchmark_beside.png)"]
@@ -324,9 +329,9 @@ def atari5_estimate(means: dict[str, float], raw, games: list[str], reps: int) -
     return median, low, high, (ci_low, ci_high)
 
 
-def atari5_cell(means: dict[str, float], raw, games: list[str], reps: int) -> str:
-    """A table's cell of atari5_estimate: "estimate (band; interval)"."""
-    median, low, high, ci = atari5_estimate(means, raw, games, reps)
+def atari5_cell(estimate: tuple) -> str:
+    """A table's cell of an atari5_estimate: "estimate (band; interval)"."""
+    median, low, high, ci = estimate
     return f"{median:.3f} ({low:.3f}-{high:.3f}" + (f"; {ci[0]:.3f}-{ci[1]:.3f})" if ci else ")")
 
 
@@ -498,11 +503,8 @@ def write_report(args: argparse.Namespace) -> Path:
                   f"scores: {agg['game_iqm']:.3f} (95% stratified-bootstrap CI {agg['game_low']:.3f} to "
                   f"{agg['game_high']:.3f}), each game one value."
                   + (f" Not yet in them: {', '.join(missing)}." if missing else ""), ""]
-        if all(g in agg["games"] for g in atari5.GAMES):  # the estimate is what Atari-5's games are run for
-            five = list(atari5.GAMES)
-            median, low, high, ci = atari5_estimate(
-                {g: statistics.mean(s.final_mean for s in scores if s.game == g) for g in five},
-                run_matrix(scores, args.seeds, five, raw=True), five, args.reps)
+        if agg["atari5"]:
+            median, low, high, ci = agg["atari5"]
             lines += [f"{bold}Atari-5's estimate of the median human-normalized score over the 57 games (Aitchison et "
                       f"al. 2023): {median:.3f}{bold} (the paper's band of ±{atari5.RELATIVE_ERROR:.1%}: {low:.3f} to "
                       f"{high:.3f}" + (f"; 95% stratified-bootstrap CI over runs {ci[0]:.3f} to {ci[1]:.3f}" if ci else
