@@ -117,6 +117,16 @@ def test_a_stopped_suite_resumes_its_cut_run_from_the_checkpoint(tmp_path):
     assert summary["wall_seconds"] > cut["wall_seconds"] and summary["final_eval"]["episodes"] == 5
 
 
+def test_a_run_killed_by_sigterm_counts_as_stopped(tmp_path):
+    """A run that dies of SIGTERM uncaught (Popen's -15) reads as one that caught it (143): the suite stops."""
+    from hogwild_dqn.exits import STOPPED
+    from hogwild_dqn.tools.benchmark import train
+    suicide = "import os, signal; signal.signal(signal.SIGTERM, signal.SIG_DFL); os.kill(os.getpid(), signal.SIGTERM)"
+    rc = train([sys.executable, "-c", suicide], tmp_path / "run.log")
+    assert rc == 143 and rc in STOPPED
+    assert train([sys.executable, "-c", "raise SystemExit(4)"], tmp_path / "run.log") == 4
+
+
 def test_a_session_killed_outright_stays_in_the_record(tmp_path):
     """A session that ends with no chance to say so (the machine stops, SIGKILL) is still counted: its record
     names it cut, and the row of its run says so."""

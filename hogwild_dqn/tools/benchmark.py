@@ -132,10 +132,13 @@ def train(cmd: list[str], log: Path) -> int:
     handlers = {sig: signal.signal(sig, lambda signum, frame: proc.send_signal(signum))
                 for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        return proc.wait()
+        rc = proc.wait()
     finally:
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
+    # killed by a signal it did not catch (a second SIGTERM during its stop): the shell's 128 + N, so a run
+    # stopped either way stops the suite (STOPPED) rather than letting it start the next run
+    return 128 - rc if rc < 0 else rc
 
 
 def session(args: argparse.Namespace, name: str, game: str, start: str, cmd: list[str], where: str = "") -> int:
