@@ -100,3 +100,11 @@ $PY -m hogwild_dqn.tools.curves --x frames --by seed \
   docs/screens/ppo-decoupled/BeamRider-ppo-s1.json="--ppo-decoupled (f3f2450)," \
   docs/screens/ppo-no-value-clip/BeamRider-ppo-s1.json="--no-value-clip (f3f2450)," \
   docs/benchmark/records/BeamRider-a3c-s1.json="A3C (no sticky actions),"
+$PY -m hogwild_dqn.tools.curves --x frames --by seed \
+  --title "BeamRider, seed 1, sticky actions: the last four screens and A3C" \
+  --out docs/ppo_vnorm_beamrider_frames.png docs/benchmark-sticky/records/BeamRider-ppo-s1.json="the default (0c97936)," \
+  docs/screens/ppo-entropy-0.001/BeamRider-ppo-s1.json="--entropy-beta 0.001 (f3f2450)," \
+  docs/screens/ppo-gamma-0.995/BeamRider-ppo-s1.json="--gamma 0.995 (f3f2450)," \
+  docs/screens/ppo-tmax-256/BeamRider-ppo-s1.json="--t-max 256 (f3f2450)," \
+  docs/screens/ppo-vnorm/BeamRider-ppo-s1.json="--value-normalize (f3f2450)," \
+  docs/benchmark/records/BeamRider-a3c-s1.json="A3C (no sticky actions),"
