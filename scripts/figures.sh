@@ -108,3 +108,8 @@ $PY -m hogwild_dqn.tools.curves --x frames --by seed \
   docs/screens/ppo-tmax-256/BeamRider-ppo-s1.json="--t-max 256 (f3f2450)," \
   docs/screens/ppo-vnorm/BeamRider-ppo-s1.json="--value-normalize (f3f2450)," \
   docs/benchmark/records/BeamRider-a3c-s1.json="A3C (no sticky actions),"
+$PY -m hogwild_dqn.tools.curves --x frames --by seed \
+  --title "Qbert, seed 1, sticky actions: value normalization, the default, A3C" \
+  --out docs/ppo_vnorm_qbert_frames.png docs/benchmark-sticky/records/Qbert-ppo-s1.json="the default (0c97936)," \
+  docs/screens/ppo-vnorm/Qbert-ppo-s1.json="--value-normalize (f3f2450)," \
+  docs/benchmark/records/Qbert-a3c-s1.json="A3C (no sticky actions),"
