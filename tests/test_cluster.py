@@ -32,9 +32,12 @@ def test_two_machines_learn_cartpole_stop_at_stop_return_and_record_the_best_epi
     """Both machines train and learn (>= 195 within 100k frames); parity with one machine: --stop-return ends
     the run at the first evaluation that reaches it (then the final weights are evaluated), and each new best
     leaves best_episode.gif and its tensorboard image. The CartPole preset exchanges every 0.05 s: at 1 s one
-    run in three here and one CI run had not reached 195 by 100k frames (docs/cluster.md)."""
+    run in three here and one CI run had not reached 195 by 100k frames. The preset's own 100k frames, over
+    which the learning rate anneals: with 400k (the rate near 3e-3 for longer) one CI run stopped short of 195,
+    and so did 1 run of 15 here, whose critic diverged after 187; with 100k, 40 of 40 reached it
+    (docs/cluster.md)."""
     run = tmp_path / "run"
-    r = run_train(*CARTPOLE, "--frames", "400000", "--stop-return", "195", "--cluster", cluster.address,
+    r = run_train(*CARTPOLE, "--frames", "100000", "--stop-return", "195", "--cluster", cluster.address,
                   "--run-dir", run, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     s = read_summary(run)
@@ -48,7 +51,7 @@ def test_two_machines_learn_cartpole_stop_at_stop_return_and_record_the_best_epi
     assert confirm["confirmation"] and confirm["final"] and confirm["episodes"] == 30
     assert periodic["mean_return"] >= 195 and periodic["frames"] == confirm["frames"] == s["frames"]
     assert s["status"] == f"solved: confirmed over 30 games, mean {confirm['mean_return']:g} >= --stop-return 195"
-    assert s["final_eval"]["frames"] == s["frames"] < 400_000 and s.get("frames_trained", s["frames"]) >= s["frames"]
+    assert s["final_eval"]["frames"] == s["frames"] < 100_000 and s.get("frames_trained", s["frames"]) >= s["frames"]
     # every machine's event files were merged under the head's run dir; the holder logged the evaluations
     for node in s["cluster"]["nodes"]:
         assert list((run / node).glob("events.out.tfevents.*.worker0")), node
