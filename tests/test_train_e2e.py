@@ -72,7 +72,11 @@ def test_nq_pong_runs_and_syncs_target(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     ckpt = torch.load(run / "checkpoint.pt", weights_only=True)
     assert ckpt["target_epoch"] == ckpt["frames"] // 1000
-    assert "charts/epsilon/w1" in _tags(run)
+    # every worker that logged its updates logged its own epsilon beside them; worker 0 can play all 3000 frames
+    # before a loaded machine has started worker 1 (CI once), so which workers logged is not asserted
+    tags = _tags(run)
+    logged = {t.rsplit("/w", 1)[1] for t in tags if t.startswith("losses/")}
+    assert logged and all(f"charts/epsilon/w{rank}" in tags for rank in logged), sorted(tags)
 
 
 def _tags(run):
