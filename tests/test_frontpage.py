@@ -7,6 +7,7 @@ import shutil
 import statistics
 import sys
 
+from hogwild_dqn.tools import atari5
 from hogwild_dqn.tools.frontpage import END, SOURCES, START, table
 from tests.conftest import ROOT, run_cmd
 
@@ -66,7 +67,7 @@ def test_atari5s_row_is_its_reports_estimate_with_the_interval_over_runs_once_it
     assert row(table(), "Atari-5:").split(" | ")[1] != "—"  # the checked-in report is read
     records = tmp_path / "records"
     records.mkdir()
-    for game in ("BattleZone", "DoubleDunk", "NameThisGame", "Phoenix", "Qbert"):
+    for game in atari5.GAMES:
         summary = json.loads((ROOT / "docs" / "benchmark-sticky" / "records" / f"{game}-ppo-s1.json").read_text())
         for seed, score in ((1, summary["final_eval"]["mean_return"]), (2, summary["final_eval"]["mean_return"] * 1.2)):
             s = {**summary, "seed": seed, "final_eval": {**summary["final_eval"], "mean_return": score}}
