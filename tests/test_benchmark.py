@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from hogwild_dqn.tools import atari5
+from hogwild_dqn.tools.frontpage import SOURCES, table
 from hogwild_dqn.tools.suite_report import HUMAN_REFERENCE, units
 from tests.conftest import ROOT, kill_started, run_cmd, start
 
@@ -395,3 +396,24 @@ def test_the_fields_protocol_and_atari5_are_suites_whose_runs_all_play_sticky():
     cmd = train_command(args, "Phoenix", 1, Path("r"))
     assert [cmd[i + 1] for i, a in enumerate(cmd) if a == "--sticky-actions"] == ["0.25", "0.1"]
     assert "--sticky-actions" not in train_command(parse([]), "Pong", 1, Path("r"))
+
+
+def test_the_frontpages_atari5_row_is_the_reports_estimate_with_its_interval_over_runs(tmp_path):
+    """README's Atari-5 row reads the report as the real report tool writes it: two seeds a game give the estimate
+    with its interval over runs."""
+    _, _, _, _, _, folder = SOURCES[0]
+    records = tmp_path / "records"
+    records.mkdir()
+    for game in atari5.GAMES:
+        summary = json.loads((ROOT / "docs" / "benchmark-sticky" / "records" / f"{game}-ppo-s1.json").read_text())
+        for seed, score in ((1, summary["final_eval"]["mean_return"]), (2, summary["final_eval"]["mean_return"] * 1.2)):
+            s = {**summary, "seed": seed, "final_eval": {**summary["final_eval"], "mean_return": score}}
+            (records / f"{game}-ppo-s{seed}.json").write_text(json.dumps(s))
+    proc = run_cmd([sys.executable, "-m", "hogwild_dqn.tools.benchmark", "--suite", "atari5", "--seeds", 1, 2,
+                    "--logdir", tmp_path / "runs", "--record", records, "--out", tmp_path / folder, "--report-only",
+                    "--reps", 1000], 300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    cells = next(line for line in table(tmp_path).splitlines() if line.startswith("| Atari-5: ")).split(" | ")
+    estimate, low, high = (float(x) for x in re.match(r"([\d.]+) \(95% CI ([\d.]+)-([\d.]+); 2 seeds\)$",
+                                                      cells[1]).groups())
+    assert low <= estimate <= high and cells[2:] == ["—", "— |"]

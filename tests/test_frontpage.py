@@ -7,7 +7,6 @@ import shutil
 import statistics
 import sys
 
-from hogwild_dqn.tools import atari5
 from hogwild_dqn.tools.frontpage import END, SOURCES, START, table
 from tests.conftest import ROOT, run_cmd
 
@@ -60,23 +59,10 @@ def test_the_readme_is_a_front_page():
     assert [line for line in lines if len(line) > 120] == []
 
 
-def test_atari5s_row_is_its_reports_estimate_with_the_interval_over_runs_once_it_has_seeds(tmp_path):
-    """The row reads Atari-5's report as the suite report writes it: the README's from the checked-in report, and
-    one of two seeds a game, written here by the real report tool from the records, gives its interval over runs."""
-    _, _, _, _, _, folder = SOURCES[0]
-    assert row(table(), "Atari-5:").split(" | ")[1] != "—"  # the checked-in report is read
-    records = tmp_path / "records"
-    records.mkdir()
-    for game in atari5.GAMES:
-        summary = json.loads((ROOT / "docs" / "benchmark-sticky" / "records" / f"{game}-ppo-s1.json").read_text())
-        for seed, score in ((1, summary["final_eval"]["mean_return"]), (2, summary["final_eval"]["mean_return"] * 1.2)):
-            s = {**summary, "seed": seed, "final_eval": {**summary["final_eval"], "mean_return": score}}
-            (records / f"{game}-ppo-s{seed}.json").write_text(json.dumps(s))
-    proc = run_cmd([sys.executable, "-m", "hogwild_dqn.tools.benchmark", "--suite", "atari5", "--seeds", 1, 2,
-                    "--logdir", tmp_path / "runs", "--record", records, "--out", tmp_path / folder, "--report-only",
-                    "--reps", 1000], 300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    cells = row(table(tmp_path), "Atari-5:").split(" | ")
-    estimate, low, high = (float(x) for x in re.match(r"([\d.]+) \(95% CI ([\d.]+)-([\d.]+); 2 seeds\)$",
-                                                      cells[1]).groups())
-    assert low <= estimate <= high and cells[2:] == ["—", "— |"]
+def test_atari5s_row_is_its_checked_in_reports_estimate():
+    """The row reads Atari-5's checked-in report (tests/test_benchmark.py writes one with the real report tool, which
+    needs the benchmark extra, and reads its interval over runs back)."""
+    cells = row(table(), "Atari-5:").split(" | ")
+    report = (ROOT / SOURCES[0][5] / "benchmark.md").read_text()
+    estimate = re.match(r"([\d.]+) ", cells[1]).group(1)
+    assert estimate in report and cells[2:] == ["—", "— |"]
