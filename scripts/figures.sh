@@ -114,11 +114,13 @@ $PY -m hogwild_dqn.tools.curves --x frames --by seed \
   docs/screens/ppo-vnorm/Qbert-ppo-s1.json="--value-normalize (f3f2450)," \
   docs/benchmark/records/Qbert-a3c-s1.json="A3C (no sticky actions),"
 $PY -m hogwild_dqn.tools.curves --x frames --by seed \
-  --title "BeamRider, seeds 1-2, sticky actions: value normalization and the default" \
+  --title "BeamRider, seeds 1-3, sticky actions: value normalization and the default" \
   --out docs/ppo_vnorm_beamrider_seeds_frames.png docs/benchmark-sticky/records/BeamRider-ppo-s1.json="the default (0c97936)," \
   docs/benchmark-sticky/records/BeamRider-ppo-s2.json="the default (874f509)," \
+  docs/benchmark-sticky/records/BeamRider-ppo-s3.json="the default (f3f2450)," \
   docs/screens/ppo-vnorm/BeamRider-ppo-s1.json="--value-normalize (f3f2450)," \
-  docs/screens/ppo-vnorm/BeamRider-ppo-s2.json="--value-normalize (f3f2450),"
+  docs/screens/ppo-vnorm/BeamRider-ppo-s2.json="--value-normalize (f3f2450)," \
+  docs/screens/ppo-vnorm/BeamRider-ppo-s3.json="--value-normalize (f3f2450),"
 $PY -m hogwild_dqn.tools.curves --x frames --by seed \
   --title "Seaquest, sticky actions: value normalization, the default, A3C" \
   --out docs/ppo_vnorm_seaquest_frames.png docs/benchmark-sticky/records/Seaquest-ppo-s1.json="the default (0c97936)," \
