@@ -60,9 +60,12 @@ def test_the_readme_is_a_front_page():
 
 
 def test_atari5s_row_is_its_checked_in_reports_estimate():
-    """The row reads Atari-5's checked-in report (tests/test_benchmark.py writes one with the real report tool, which
-    needs the benchmark extra, and reads its interval over runs back)."""
+    """The row is Atari-5's checked-in report's estimate and interval over runs (tests/test_benchmark.py writes a
+    report with the real report tool, which needs the benchmark extra, and reads it back)."""
+    *_, folder = SOURCES[0]
     cells = row(table(), "Atari-5:").split(" | ")
-    report = (ROOT / SOURCES[0][5] / "benchmark.md").read_text()
-    estimate = re.match(r"([\d.]+) ", cells[1]).group(1)
-    assert estimate in report and cells[2:] == ["—", "— |"]
+    estimate, low, high, seeds = re.match(r"([\d.]+) \(95% CI ([\d.]+)-([\d.]+); (\d+) seeds\)$", cells[1]).groups()
+    report = (ROOT / folder / "benchmark.md").read_text()
+    assert f"x {seeds} seeds" in report and cells[2:] == ["—", "— |"]
+    assert f"57 games (Aitchison et al. 2023): {estimate}**" in report
+    assert f"CI over runs {low} to {high})" in report
