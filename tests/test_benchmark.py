@@ -17,6 +17,7 @@ from hogwild_dqn.tools import atari5
 from hogwild_dqn.tools.frontpage import SOURCES, table
 from hogwild_dqn.tools.suite_report import HUMAN_REFERENCE, units
 from tests.conftest import ROOT, kill_started, run_cmd, start
+from tests.test_frontpage import row
 
 # the suite's report is rliable's (with scipy): an optional extra, which `make test` installs
 pytest.importorskip("rliable", reason="the benchmark extra is not installed: make install-benchmark")
@@ -413,7 +414,7 @@ def test_the_frontpages_atari5_row_is_the_reports_estimate_with_its_interval_ove
                     "--logdir", tmp_path / "runs", "--record", records, "--out", tmp_path / folder, "--report-only",
                     "--reps", 1000], 300)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    cells = next(line for line in table(tmp_path).splitlines() if line.startswith("| Atari-5: ")).split(" | ")
+    cells = row(table(tmp_path), "Atari-5:").split(" | ")
     estimate, low, high = (float(x) for x in re.match(r"([\d.]+) \(95% CI ([\d.]+)-([\d.]+); 2 seeds\)$",
                                                       cells[1]).groups())
     assert low <= estimate <= high and cells[2:] == ["—", "— |"]
