@@ -130,3 +130,12 @@ $PY -m hogwild_dqn.tools.curves --x frames --by seed \
   docs/screens/ppo-vnorm/Seaquest-ppo-s2.json="--value-normalize (f3f2450)," \
   docs/screens/ppo-vnorm/Seaquest-ppo-s3.json="--value-normalize (f3f2450)," \
   docs/benchmark/records/Seaquest-a3c-s1.json="A3C (no sticky actions),"
+$PY -m hogwild_dqn.tools.curves --x frames --by seed \
+  --title "Qbert, seeds 1-3, sticky actions: value normalization, the default, A3C" \
+  --out docs/ppo_vnorm_qbert_seeds_frames.png docs/benchmark-sticky/records/Qbert-ppo-s1.json="the default (0c97936)," \
+  docs/benchmark-sticky/records/Qbert-ppo-s2.json="the default (874f509)," \
+  docs/benchmark-sticky/records/Qbert-ppo-s3.json="the default (f3f2450)," \
+  docs/screens/ppo-vnorm/Qbert-ppo-s1.json="--value-normalize (f3f2450)," \
+  docs/screens/ppo-vnorm/Qbert-ppo-s2.json="--value-normalize (f3f2450)," \
+  docs/screens/ppo-vnorm/Qbert-ppo-s3.json="--value-normalize (f3f2450)," \
+  docs/benchmark/records/Qbert-a3c-s1.json="A3C (no sticky actions),"
