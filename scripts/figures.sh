@@ -144,4 +144,5 @@ $PY -m hogwild_dqn.tools.curves --x frames --by seed \
   --out docs/ppo_vnorm_breakout_frames.png docs/benchmark-sticky/records/Breakout-ppo-s1.json="the default (0c97936)," \
   docs/benchmark-sticky/records/Breakout-ppo-s2.json="the default (f3f2450)," \
   docs/benchmark-sticky/records/Breakout-ppo-s3.json="the default (f3f2450)," \
-  docs/screens/ppo-vnorm/Breakout-ppo-s1.json="--value-normalize (f3f2450),"
+  docs/screens/ppo-vnorm/Breakout-ppo-s1.json="--value-normalize (f3f2450)," \
+  docs/screens/ppo-vnorm/Breakout-ppo-s2.json="--value-normalize (f3f2450),"
