@@ -140,9 +140,10 @@ $PY -m hogwild_dqn.tools.curves --x frames --by seed \
   docs/screens/ppo-vnorm/Qbert-ppo-s3.json="--value-normalize (f3f2450)," \
   docs/benchmark/records/Qbert-a3c-s1.json="A3C (no sticky actions),"
 $PY -m hogwild_dqn.tools.curves --x frames --by seed \
-  --title "Breakout, sticky actions: value normalization and the default" \
+  --title "Breakout, seeds 1-3, sticky actions: value normalization and the default" \
   --out docs/ppo_vnorm_breakout_frames.png docs/benchmark-sticky/records/Breakout-ppo-s1.json="the default (0c97936)," \
   docs/benchmark-sticky/records/Breakout-ppo-s2.json="the default (f3f2450)," \
   docs/benchmark-sticky/records/Breakout-ppo-s3.json="the default (f3f2450)," \
   docs/screens/ppo-vnorm/Breakout-ppo-s1.json="--value-normalize (f3f2450)," \
-  docs/screens/ppo-vnorm/Breakout-ppo-s2.json="--value-normalize (f3f2450),"
+  docs/screens/ppo-vnorm/Breakout-ppo-s2.json="--value-normalize (f3f2450)," \
+  docs/screens/ppo-vnorm/Breakout-ppo-s3.json="--value-normalize (f3f2450),"
