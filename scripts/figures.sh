@@ -113,37 +113,20 @@ $PY -m hogwild_dqn.tools.curves --x frames --by seed \
   --out docs/ppo_vnorm_qbert_frames.png docs/benchmark-sticky/records/Qbert-ppo-s1.json="the default (0c97936)," \
   docs/screens/ppo-vnorm/Qbert-ppo-s1.json="--value-normalize (f3f2450)," \
   docs/benchmark/records/Qbert-a3c-s1.json="A3C (no sticky actions),"
-$PY -m hogwild_dqn.tools.curves --x frames --by seed \
-  --title "BeamRider, seeds 1-3, sticky actions: value normalization and the default" \
-  --out docs/ppo_vnorm_beamrider_seeds_frames.png docs/benchmark-sticky/records/BeamRider-ppo-s1.json="the default (0c97936)," \
-  docs/benchmark-sticky/records/BeamRider-ppo-s2.json="the default (874f509)," \
-  docs/benchmark-sticky/records/BeamRider-ppo-s3.json="the default (f3f2450)," \
-  docs/screens/ppo-vnorm/BeamRider-ppo-s1.json="--value-normalize (f3f2450)," \
-  docs/screens/ppo-vnorm/BeamRider-ppo-s2.json="--value-normalize (f3f2450)," \
-  docs/screens/ppo-vnorm/BeamRider-ppo-s3.json="--value-normalize (f3f2450),"
-$PY -m hogwild_dqn.tools.curves --x frames --by seed \
-  --title "Seaquest, seeds 1-3, sticky actions: value normalization, the default, A3C" \
-  --out docs/ppo_vnorm_seaquest_frames.png docs/benchmark-sticky/records/Seaquest-ppo-s1.json="the default (0c97936)," \
-  docs/benchmark-sticky/records/Seaquest-ppo-s2.json="the default (874f509)," \
-  docs/benchmark-sticky/records/Seaquest-ppo-s3.json="the default (f3f2450)," \
-  docs/screens/ppo-vnorm/Seaquest-ppo-s1.json="--value-normalize (f3f2450)," \
-  docs/screens/ppo-vnorm/Seaquest-ppo-s2.json="--value-normalize (f3f2450)," \
-  docs/screens/ppo-vnorm/Seaquest-ppo-s3.json="--value-normalize (f3f2450)," \
-  docs/benchmark/records/Seaquest-a3c-s1.json="A3C (no sticky actions),"
-$PY -m hogwild_dqn.tools.curves --x frames --by seed \
-  --title "Qbert, seeds 1-3, sticky actions: value normalization, the default, A3C" \
-  --out docs/ppo_vnorm_qbert_seeds_frames.png docs/benchmark-sticky/records/Qbert-ppo-s1.json="the default (0c97936)," \
-  docs/benchmark-sticky/records/Qbert-ppo-s2.json="the default (874f509)," \
-  docs/benchmark-sticky/records/Qbert-ppo-s3.json="the default (f3f2450)," \
-  docs/screens/ppo-vnorm/Qbert-ppo-s1.json="--value-normalize (f3f2450)," \
-  docs/screens/ppo-vnorm/Qbert-ppo-s2.json="--value-normalize (f3f2450)," \
-  docs/screens/ppo-vnorm/Qbert-ppo-s3.json="--value-normalize (f3f2450)," \
-  docs/benchmark/records/Qbert-a3c-s1.json="A3C (no sticky actions),"
-$PY -m hogwild_dqn.tools.curves --x frames --by seed \
-  --title "Breakout, seeds 1-3, sticky actions: value normalization and the default" \
-  --out docs/ppo_vnorm_breakout_frames.png docs/benchmark-sticky/records/Breakout-ppo-s1.json="the default (0c97936)," \
-  docs/benchmark-sticky/records/Breakout-ppo-s2.json="the default (f3f2450)," \
-  docs/benchmark-sticky/records/Breakout-ppo-s3.json="the default (f3f2450)," \
-  docs/screens/ppo-vnorm/Breakout-ppo-s1.json="--value-normalize (f3f2450)," \
-  docs/screens/ppo-vnorm/Breakout-ppo-s2.json="--value-normalize (f3f2450)," \
-  docs/screens/ppo-vnorm/Breakout-ppo-s3.json="--value-normalize (f3f2450),"
+vnorm_seeds() {  # GAME OUT TITLE C1 C2 C3 [a3c]: the value-normalization suite's seeds 1-3 beside the default's
+  local game=$1 out=$2 title=$3 s
+  shift 3
+  local runs=()
+  for s in 1 2 3; do runs+=("docs/benchmark-sticky/records/$game-ppo-s$s.json=the default ($1),"); shift; done
+  for s in 1 2 3; do runs+=("docs/screens/ppo-vnorm/$game-ppo-s$s.json=--value-normalize (f3f2450),"); done
+  if [ "${1:-}" = a3c ]; then runs+=("docs/benchmark/records/$game-a3c-s1.json=A3C (no sticky actions),"); fi
+  $PY -m hogwild_dqn.tools.curves --x frames --by seed --title "$title" --out "docs/$out" "${runs[@]}"
+}
+vnorm_seeds BeamRider ppo_vnorm_beamrider_seeds_frames.png \
+  "BeamRider, seeds 1-3, sticky actions: value normalization and the default" 0c97936 874f509 f3f2450
+vnorm_seeds Seaquest ppo_vnorm_seaquest_frames.png \
+  "Seaquest, seeds 1-3, sticky actions: value normalization, the default, A3C" 0c97936 874f509 f3f2450 a3c
+vnorm_seeds Qbert ppo_vnorm_qbert_seeds_frames.png \
+  "Qbert, seeds 1-3, sticky actions: value normalization, the default, A3C" 0c97936 874f509 f3f2450 a3c
+vnorm_seeds Breakout ppo_vnorm_breakout_frames.png \
+  "Breakout, seeds 1-3, sticky actions: value normalization and the default" 0c97936 f3f2450 f3f2450
