@@ -130,3 +130,5 @@ vnorm_seeds Qbert ppo_vnorm_qbert_seeds_frames.png \
   "Qbert, seeds 1-3, sticky actions: value normalization, the default, A3C" 0c97936 874f509 f3f2450 a3c
 vnorm_seeds Breakout ppo_vnorm_breakout_frames.png \
   "Breakout, seeds 1-3, sticky actions: value normalization and the default" 0c97936 f3f2450 f3f2450
+vnorm_seeds SpaceInvaders ppo_vnorm_spaceinvaders_frames.png \
+  "SpaceInvaders, seeds 1-3, sticky: value normalization and the default" 0c97936 f3f2450 f3f2450
