@@ -113,22 +113,31 @@ $PY -m hogwild_dqn.tools.curves --x frames --by seed \
   --out docs/ppo_vnorm_qbert_frames.png docs/benchmark-sticky/records/Qbert-ppo-s1.json="the default (0c97936)," \
   docs/screens/ppo-vnorm/Qbert-ppo-s1.json="--value-normalize (f3f2450)," \
   docs/benchmark/records/Qbert-a3c-s1.json="A3C (no sticky actions),"
-vnorm_seeds() {  # GAME OUT TITLE C1 C2 C3 [a3c]: the value-normalization suite's seeds 1-3 beside the default's
-  local game=$1 out=$2 title=$3 s
-  shift 3
+commits() {  # RECORD: the commits its sessions ran, in order, each once
+  $PY -c 'import json, sys; print("/".join(dict.fromkeys(s["code"] for s in json.load(open(sys.argv[1]))["sessions"])))' "$1"
+}
+vnorm_seeds() {  # GAME OUT TITLE [a3c]: the value-normalization suite's seeds 1-3 beside the default's
+  local game=$1 out=$2 title=$3 s rec
   local runs=()
-  for s in 1 2 3; do runs+=("docs/benchmark-sticky/records/$game-ppo-s$s.json=the default ($1),"); shift; done
-  for s in 1 2 3; do runs+=("docs/screens/ppo-vnorm/$game-ppo-s$s.json=--value-normalize (f3f2450),"); done
-  if [ "${1:-}" = a3c ]; then runs+=("docs/benchmark/records/$game-a3c-s1.json=A3C (no sticky actions),"); fi
+  for s in 1 2 3; do
+    rec=docs/benchmark-sticky/records/$game-ppo-s$s.json
+    runs+=("$rec=the default ($(commits "$rec")),")
+  done
+  for s in 1 2 3; do
+    rec=docs/screens/ppo-vnorm/$game-ppo-s$s.json
+    runs+=("$rec=--value-normalize ($(commits "$rec")),")
+  done
+  if [ "${4:-}" = a3c ]; then runs+=("docs/benchmark/records/$game-a3c-s1.json=A3C (no sticky actions),"); fi
   $PY -m hogwild_dqn.tools.curves --x frames --by seed --title "$title" --out "docs/$out" "${runs[@]}"
 }
 vnorm_seeds BeamRider ppo_vnorm_beamrider_seeds_frames.png \
-  "BeamRider, seeds 1-3, sticky actions: value normalization and the default" 0c97936 874f509 f3f2450
+  "BeamRider, seeds 1-3, sticky actions: value normalization and the default"
 vnorm_seeds Seaquest ppo_vnorm_seaquest_frames.png \
-  "Seaquest, seeds 1-3, sticky actions: value normalization, the default, A3C" 0c97936 874f509 f3f2450 a3c
+  "Seaquest, seeds 1-3, sticky actions: value normalization, the default, A3C" a3c
 vnorm_seeds Qbert ppo_vnorm_qbert_seeds_frames.png \
-  "Qbert, seeds 1-3, sticky actions: value normalization, the default, A3C" 0c97936 874f509 f3f2450 a3c
+  "Qbert, seeds 1-3, sticky actions: value normalization, the default, A3C" a3c
 vnorm_seeds Breakout ppo_vnorm_breakout_frames.png \
-  "Breakout, seeds 1-3, sticky actions: value normalization and the default" 0c97936 f3f2450 f3f2450
+  "Breakout, seeds 1-3, sticky actions: value normalization and the default"
 vnorm_seeds SpaceInvaders ppo_vnorm_spaceinvaders_frames.png \
-  "SpaceInvaders, seeds 1-3, sticky: value normalization and the default" 0c97936 f3f2450 f3f2450
+  "SpaceInvaders, seeds 1-3, sticky: value normalization and the default"
+vnorm_seeds Pong ppo_vnorm_pong_frames.png "Pong, seeds 1-3, sticky actions: value normalization and the default"
