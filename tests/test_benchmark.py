@@ -266,6 +266,18 @@ def test_the_headline_is_the_pooled_iqm_and_other_suites_and_published_rows_stan
     assert (tmp_path / "benchmark_improvement.png").stat().st_size > 10_000
 
 
+def test_a_suite_whose_records_are_its_own_folder_is_named_by_that_folder(tmp_path):
+    """Records kept in docs/screens/ppo-vnorm (no `records` below it) name their suite ppo-vnorm, not screens; a
+    suite in docs/benchmark-sticky/records is benchmark-sticky."""
+    vnorm, sticky = ROOT / "docs" / "screens" / "ppo-vnorm", ROOT / "docs" / "benchmark-sticky" / "records"
+    done = benchmark("--suite", "atari-sticky", "--seeds", "1", "2", "3", "--logdir", tmp_path / "none", "--record",
+                     vnorm, "--out", tmp_path, "--report-only", "--reps", "200", "--compare", sticky)
+    assert done.returncode == 0, done.stderr
+    report = (tmp_path / "benchmark.md").read_text()
+    assert "- P(ppo (ppo-vnorm) > ppo (benchmark-sticky)): " in report
+    assert "(screens)" not in report
+
+
 def test_atari5s_estimate_stands_in_each_row_with_its_band_and_its_interval_over_runs(tmp_path):
     """A suite of Atari-5's five games: each row gives the paper's estimate of the 57-game median from its games'
     mean scores, the band of the paper's error, and the estimate's 95% interval over runs, which holds the estimate;

@@ -71,6 +71,12 @@ def run_name(game: str, algo: str, seed: int) -> str:
     return f"{game.replace('/', '_')}-{algo}-s{seed}"
 
 
+def suite_name(folder: Path) -> str:
+    """A suite's name in the report's labels: its folder's, or the folder above where the records sit in `records`
+    (docs/benchmark-sticky/records: benchmark-sticky; docs/screens/ppo-vnorm: ppo-vnorm)."""
+    return folder.parent.name if folder.name == "records" else folder.name
+
+
 def read_summary(args: argparse.Namespace, name: str) -> dict | None:
     """A run's summary: its run dir's, else its record's (--record) once it has ended there."""
     summary = run_summary(args, name)
@@ -249,7 +255,7 @@ def beside_others(args: argparse.Namespace, scores: list[Score], agg: dict, out:
              means, agg["atari5"])]
     lines, profiles, improvements = [], {}, {}
     # a suite is named by its folder beside its algorithm: two suites of one algorithm (epochs, protocols) differ
-    ours_name = f"{args.algo} ({(args.record.parent if args.record else out).name})"
+    ours_name = f"{args.algo} ({suite_name(args.record or out)})"
     for folder in args.compare:
         algo, theirs = read_records(args, folder)
         theirs = [s for s in theirs if s.game in games]  # their IQM over this suite's games, not all of theirs
@@ -266,7 +272,7 @@ def beside_others(args: argparse.Namespace, scores: list[Score], agg: dict, out:
                      (their["iqm"], their["low"], their["high"]),
                      {g: statistics.mean(s.final_mean for s in theirs if s.game == g) for g in games},
                      their["atari5"]))
-        their_name = f"{algo} ({folder.parent.name})"
+        their_name = f"{algo} ({suite_name(folder)})"
         profiles[their_name] = their
         improvements[f"{ours_name};{their_name}"] = poi
         lines.append(f"- P({ours_name} > {their_name}): a run of this suite scores above one of `{folder}` on the "
