@@ -64,8 +64,8 @@ def test_pong_trains_ppo_by_default_with_two_workers_and_logs_its_lag(tmp_path):
                      "--envs-per-worker", 2, "--eval-every", 8000, "--eval-episodes", 1, "--final-eval-episodes", 2,
                      "--max-episode-frames", 400, "--log-every", 4, "--run-dir", run, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.splitlines()[0].startswith("configs/ppo_atari.yaml: ppo-norm on Pong, 2 workers x 2 games, "
-                                                  "adam lr 0.00025 eps 1e-05")
+    assert proc.stdout.splitlines()[0].startswith("configs/ppo_atari.yaml: ppo-norm-vnorm on Pong, 2 workers x 2 "
+                                                  "games, adam lr 0.00025 eps 1e-05")
     s = read_summary(run)
     assert s["frames"] >= 8000 and s["final_eval"]["episodes"] == 2
     events = EventAccumulator(str(run))

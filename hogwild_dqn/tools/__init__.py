@@ -64,6 +64,12 @@ def spread(values: list) -> str:
     return text + (f" ({len(there)} of {len(values)} runs)" if len(there) < len(values) else "")
 
 
+def suite_folder(records: Path) -> Path:
+    """A suite's folder, which names it and holds its report (benchmark.md): its records' folder, or the one above
+    where they sit in records/ (docs/benchmark-sticky/records: docs/benchmark-sticky; docs/screens/ppo-vnorm)."""
+    return records.parent if records.name == "records" else records
+
+
 def read_json(path: Path) -> dict | None:
     """A JSON file of a run (summary.json, a record), or None where there is none or it cannot be read."""
     try:

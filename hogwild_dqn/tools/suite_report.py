@@ -23,7 +23,19 @@ from pathlib import Path
 from hogwild_dqn.config import ConfigError
 from hogwild_dqn.envs import resolve
 from hogwild_dqn.evaluation.scores import is_periodic
-from hogwild_dqn.tools import atari5, done, ended, fmt, published, pyplot, read_json, save, sessions_file, spread
+from hogwild_dqn.tools import (
+    atari5,
+    done,
+    ended,
+    fmt,
+    published,
+    pyplot,
+    read_json,
+    save,
+    sessions_file,
+    spread,
+    suite_folder,
+)
 from hogwild_dqn.tools.machine import sessions_line
 
 SB3 = "sb3_a2c"  # the baseline's name in run dirs and tables
@@ -69,12 +81,6 @@ class Score:
 
 def run_name(game: str, algo: str, seed: int) -> str:
     return f"{game.replace('/', '_')}-{algo}-s{seed}"
-
-
-def suite_name(folder: Path) -> str:
-    """A suite's name in the report's labels: its folder's, or the folder above where the records sit in `records`
-    (docs/benchmark-sticky/records: benchmark-sticky; docs/screens/ppo-vnorm: ppo-vnorm)."""
-    return folder.parent.name if folder.name == "records" else folder.name
 
 
 def read_summary(args: argparse.Namespace, name: str) -> dict | None:
@@ -255,7 +261,7 @@ def beside_others(args: argparse.Namespace, scores: list[Score], agg: dict, out:
              means, agg["atari5"])]
     lines, profiles, improvements = [], {}, {}
     # a suite is named by its folder beside its algorithm: two suites of one algorithm (epochs, protocols) differ
-    ours_name = f"{args.algo} ({suite_name(args.record or out)})"
+    ours_name = f"{args.algo} ({suite_folder(args.record or out).name})"
     for folder in args.compare:
         algo, theirs = read_records(args, folder)
         theirs = [s for s in theirs if s.game in games]  # their IQM over this suite's games, not all of theirs
@@ -272,7 +278,7 @@ def beside_others(args: argparse.Namespace, scores: list[Score], agg: dict, out:
                      (their["iqm"], their["low"], their["high"]),
                      {g: statistics.mean(s.final_mean for s in theirs if s.game == g) for g in games},
                      their["atari5"]))
-        their_name = f"{algo} ({suite_name(folder)})"
+        their_name = f"{algo} ({suite_folder(folder).name})"
         profiles[their_name] = their
         improvements[f"{ours_name};{their_name}"] = poi
         lines.append(f"- P({ours_name} > {their_name}): a run of this suite scores above one of `{folder}` on the "
@@ -540,7 +546,9 @@ def write_report(args: argparse.Namespace) -> Path:
     plot_curves(args, scores, theirs, out / "benchmark_curves.png")
     lines += ["", "![evaluations against frames, each run](benchmark_curves.png)"]
     if agg is not None:
-        label = f"{args.algo}, {args.threads} workers, {args.frames / 1e6:g}M {frames}"
+        # beside other suites, each named by its folder: this one too
+        named = f" ({suite_folder(args.record or out).name})" if agg.get("others") else ""
+        label = f"{args.algo}{named}, {args.threads} workers, {args.frames / 1e6:g}M {frames}"
         plot_profile(agg, label, out / "benchmark_profile.png", agg.get("others"))
         lines += ["", "![performance profile](benchmark_profile.png)"]
     (out / "benchmark.md").write_text("\n".join(lines) + "\n")
