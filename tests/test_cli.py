@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from hogwild_dqn.config import CONFIG_DIR, DEFAULT_ALGO, ConfigError, first_line, load
+from hogwild_dqn.config import CONFIG_DIR, DEFAULT_ALGO, ConfigError, first_line, load, start_line
 from tests.conftest import run_train
 
 BAD = [
@@ -172,6 +172,7 @@ def test_ppo_takes_its_own_presets_and_checks_its_values():
             cfg.optimizer, cfg.lr, cfg.grad_clip) == (128, 8, 4, 4, 0.1, 0.95, "adam", 2.5e-4, 0.5)
     assert cfg.fire_reset and cfg.clip_rewards  # the Atari preset's env, through `base:`
     assert cfg.obs_normalize and not cfg.obs_standardize  # each pixel by the running statistics, not each frame
+    assert cfg.value_normalize and not load(["--game", "Breakout", "--no-value-normalize"])[0].value_normalize
     assert load(["--game", "CartPole-v1", "--algo", "ppo"])[2] == CONFIG_DIR / "ppo_cartpole.yaml"
     assert load(["--game", "Pendulum-v1", "--algo", "ppo"])[2] == CONFIG_DIR / "pendulum.yaml"  # no ppo_ preset
     cfg, _, source = load(["--game", "Hopper-v5", "--algo", "ppo"])
@@ -205,3 +206,10 @@ def test_without_algo_a_game_trains_with_its_kinds_default(monkeypatch):
 def test_an_exception_named_in_an_error_line_is_one_line_even_without_a_message():
     assert first_line(ValueError("bad value\n  at line 3")) == "bad value"
     assert first_line(RuntimeError()) == "RuntimeError" and first_line(ConnectionError("\n")) == "ConnectionError"
+
+
+def test_the_first_line_counts_workers_and_games_in_the_singular_and_plural():
+    cfg, _, source = load(["--game", "CartPole-v1", "--algo", "a3c", "--threads", "1", "--envs-per-worker", "1"])
+    assert f"{cfg.variant()} on CartPole-v1, 1 worker x 1 game, " in start_line(cfg, source)
+    cfg, _, source = load(["--game", "Pong", "--threads", "2"])
+    assert "ppo-norm-vnorm on Pong, 2 workers x 8 games, " in start_line(cfg, source)
