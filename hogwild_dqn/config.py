@@ -484,7 +484,8 @@ def start_line(cfg: Config, source: Path) -> str:
         shown = source
     eps = f" eps {cfg.rms_eps:g}" if cfg.optimizer == "rmsprop" else f" eps {cfg.adam_eps:g}"
     games = f"{cfg.envs_per_worker} game{'s' if cfg.envs_per_worker > 1 else ''}"
-    workers = f"{cfg.resolved_threads()} worker{'s' if cfg.resolved_threads() > 1 else ''}"
+    threads = cfg.resolved_threads()
+    workers = f"{threads} worker{'s' if threads > 1 else ''}"
     updates = f", updates in {cfg.update_precision()}" if ALGORITHMS[cfg.algo].minibatches else ""
     return (f"{shown}: {cfg.variant()} on {cfg.game}, {workers} x {games}, "
             f"{cfg.optimizer} lr {cfg.lr:g}{eps}{updates}, {cfg.frames:,} frames, seed {cfg.seed}")

@@ -430,3 +430,4 @@ def test_the_frontpages_atari5_row_is_the_reports_estimate_with_its_interval_ove
     estimate, low, high = (float(x) for x in re.match(r"([\d.]+) \(95% CI ([\d.]+)-([\d.]+); 2 seeds\)$",
                                                       cells[column].removesuffix(" |")).groups())
     assert low <= estimate <= high
+    assert [c.removesuffix(" |") for i, c in enumerate(cells[1:], 1) if i != column] == ["—"] * (len(SOURCES) - 1)
