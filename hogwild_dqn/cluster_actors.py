@@ -310,7 +310,7 @@ class Evaluator:
     def __init__(self, cfg: Config, spec: EnvSpec):
         torch.set_num_threads(1)
         self.cfg = cfg
-        self.device, self.policy, self.env = evaluation_player(cfg, spec)
+        self.device, self.policy, self.envs = evaluation_player(cfg, spec)
 
     def evaluate(self, weights, frames: int, best: float, kind: str = "periodic") -> dict:
         """Play the weights: "periodic" (--eval-episodes games; above `best`, the holder's best so far, also one
@@ -322,7 +322,7 @@ class Evaluator:
         _assign(list(net.parameters()), torch.from_numpy(np.array(weights["params"])).to(self.device))
         set_moments(running_norms(net), torch.from_numpy(np.array(weights["stats"])).to(self.device))
         episodes = self.cfg.eval_episodes if kind == "periodic" else self.cfg.final_eval_episodes
-        games = play_games(self.policy, self.env, episodes)
+        games = play_games(self.policy, self.envs, episodes)
         played = confirmation(games, self.cfg.stop_return) if kind == "confirmation" else \
             {"final": kind == "final", **games}
         result = {"frames": frames, "device": self.device.type, **played}

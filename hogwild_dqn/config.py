@@ -138,6 +138,8 @@ class Config:
     # evaluation
     eval_every: int = _f(250_000, "global frames between evaluations")
     eval_episodes: int = _f(5, "episodes per evaluation")
+    eval_envs: int = _f(16, "evaluation games played side by side, one forward a step for all of them (a batch-1 "
+                            "forward costs more than the emulator's step); 1 plays them one at a time")
     eval_epsilon: float = _f(0.05, "epsilon of evaluation for Q methods (A3C samples its policy)")
     final_eval_episodes: int = _f(30, "whole games the last weights play when a run ends: the run's score "
                                       "(summary.json final_eval), where periodic evaluations are curve points")
@@ -231,7 +233,7 @@ class Config:
         if self.threads is not None:
             positive("threads", integer=True)
         for name in ("frames", "t_max", "envs_per_worker", "target_update", "eval_every", "eval_episodes",
-                     "final_eval_episodes", "final_eval_seconds", "hidden",
+                     "eval_envs", "final_eval_episodes", "final_eval_seconds", "hidden",
                      "mlp_layers", "frame_skip", "frame_stack", "screen_size", "max_episode_frames", "log_every",
                      "replay_size", "batch_size", "train_every", "n_step"):
             positive(name, integer=True)

@@ -87,6 +87,25 @@ def test_bench_with_bad_train_flags_is_one_line(flags, said, capsys):
     assert err.count("\n") == 0 and said in err
 
 
+def test_bench_evaluator_plays_whole_rounds_of_games_for_each_row(tmp_path, capsys):
+    """--evaluator: the evaluation player's games, the preset's row (30 games a round) and a --with row with its
+    own values (rounds of 4 games, one at a time), each at least one whole round; the ratio to the preset's row."""
+    assert main(["--game", "Breakout", "--algos", "ppo", "--evaluator", "--seconds", "0.1", "--repeats", "1",
+                 "--with", "--eval-envs 1 --final-eval-episodes 4", "--out", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "bench.json").read_text())
+    plain, flagged = data["results"]
+    assert data["evaluator"] and data["emulator_frames_per_second"] > 100
+    assert plain["row"] == "plain" and plain["games"] == [30] and plain["ratio_to_plain"] == 1
+    assert flagged["row"] == "--eval-envs 1 --final-eval-episodes 4" and flagged["games"] == [4]
+    assert flagged["frames_per_second"] > 0 and flagged["ratio_to_plain"] > 0
+    out = capsys.readouterr().out
+    assert "| the preset (--eval-envs 16) |" in out and "| --eval-envs 1 --final-eval-episodes 4 |" in out
+    capsys.readouterr()
+    assert main(["--evaluator", "--baseline", "HEAD"]) == 2
+    assert capsys.readouterr().err.strip() == ("error: --evaluator measures this tree's evaluator only: compare "
+                                               "with --with rows, not --baseline")
+
+
 def test_rates_are_taken_over_whole_counts_not_a_window_that_cuts_them():
     """Two counters in real shared memory stepped by 4,096 frames (and 16 updates) every 0.3 s and 0.5 s, as PPO
     workers count a rollout at its end: the rates are the steps' own, 4,096 / 0.3 + 4,096 / 0.5 frames/s, where

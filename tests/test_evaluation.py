@@ -217,7 +217,55 @@ def test_an_orphaned_evaluation_stops_at_its_next_game_however_short_the_games()
 
     try:
         with pytest.raises(Orphaned):
-            play_games(policy, env, 1000, alive)
+            play_games(policy, [env], 1000, alive)
     finally:
         env.close()
     assert len(asked) == 3
+
+
+def _side_by_side_player(net: str, episodes: int, envs: int):
+    from hogwild_dqn.config import Config
+    from hogwild_dqn.envs import env_spec
+    from hogwild_dqn.evaluation.games import evaluation_player
+
+    cfg = Config(game="CartPole-v1", algo="a3c", net=net, eval_envs=envs, eval_episodes=episodes,
+                 final_eval_episodes=episodes, deterministic_eval=True)
+    torch.manual_seed(0)
+    _, policy, played_on = evaluation_player(cfg, env_spec(cfg))
+    return cfg, policy, played_on
+
+
+@pytest.mark.parametrize("net", ["ff", "lstm"])
+def test_games_side_by_side_score_as_each_game_alone(net):
+    """Four CartPole games on four envs in one forward a step score what each env's game scores when played alone
+    (the same weights, the same seeds): batching changes no game, and with --net lstm each game keeps a recurrent
+    state of its own."""
+    from hogwild_dqn.envs import make_env
+    from hogwild_dqn.evaluation.policy import EVAL_SEED_OFFSET, play_episode
+
+    cfg, policy, envs = _side_by_side_player(net, 4, 4)
+    assert len(envs) == 4
+    games = play_games(policy, envs, 4)
+    alone = []
+    for i in range(4):
+        env = make_env(cfg, cfg.seed + EVAL_SEED_OFFSET + i, for_eval=True)
+        alone.append(play_episode(policy, env))
+        env.close()
+    assert games["returns"] == alone and games["episodes"] == 4
+    assert games["steps"] == sum(alone)  # CartPole's return is its length
+    assert len(set(alone)) > 1  # the seeds differ, or the comparison says little
+
+
+def test_more_games_than_envs_plays_exactly_the_games_asked_each_to_its_end():
+    """Eleven games on three envs: eleven scores, none left unplayed, the envs reused; no twelfth game started
+    (a game started and dropped would favour short games)."""
+    _, policy, envs = _side_by_side_player("ff", 11, 3)
+    assert len(envs) == 3
+    starts = []
+    for env in envs:
+        reset = env.reset
+        env.reset = lambda *a, _reset=reset, **k: starts.append(1) or _reset(*a, **k)
+    games = play_games(policy, envs, 11)
+    assert games["episodes"] == 11 and len(starts) == 11
+    assert all(np.isfinite(games["returns"])) and games["steps"] == sum(games["returns"])
+    assert games["mean_return"] == pytest.approx(np.mean(games["returns"]))

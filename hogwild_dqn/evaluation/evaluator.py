@@ -34,7 +34,7 @@ def run_evaluator(run: Run, shared: SharedState, best: float, evals: list, repor
     weights are written as checkpoint.pt, their games are the run's final evaluation and the evaluator exits
     (the runner, told by the evaluation, stops the run and keeps that checkpoint)."""
     cfg = run.cfg
-    device, policy, env = evaluation_player(cfg, run.spec)
+    device, policy, envs = evaluation_player(cfg, run.spec)
     writer = metrics.make_writer(run.run_dir, "evaluator")
     recorder = Recorder(run.run_dir, writer, best)
     next_eval = next_point(shared.frames(), cfg.eval_every)
@@ -55,13 +55,13 @@ def run_evaluator(run: Run, shared: SharedState, best: float, evals: list, repor
                 raise NonFinite(f"non-finite shared parameters at global frame {frames}")
             policy.net.load_state_dict(state["model"])
             games = cfg.final_eval_episodes if final else cfg.eval_episodes
-            result = {"final": final, **play_games(policy, env, games, alive)}
+            result = {"final": final, **play_games(policy, envs, games, alive)}
             point = _report(run, result, frames, device, report, history)
             new_best = cfg.video_steps and recorder.is_new_best(result)
             gif = best_episode_gif(policy, cfg, frames, alive) if new_best else None
             recorder.record(result, frames, lambda best, state=state: {**state, "best_eval_return": best}, gif)
             if needs_confirmation(result, cfg.stop_return):  # the same weights, over as many games as a final one
-                result = confirmation(play_games(policy, env, cfg.final_eval_episodes, alive), cfg.stop_return)
+                result = confirmation(play_games(policy, envs, cfg.final_eval_episodes, alive), cfg.stop_return)
                 point = _report(run, result, frames, device, report, history)
                 recorder.record(result, frames, lambda best: {})
                 final = result["final"]  # held: these weights are the run's last, and their games its score
@@ -79,7 +79,8 @@ def run_evaluator(run: Run, shared: SharedState, best: float, evals: list, repor
     except Orphaned:
         pass
     writer.close()
-    env.close()
+    for env in envs:
+        env.close()
     del policy  # release GPU memory before the process exits
     if device.type == "cuda":
         torch.cuda.empty_cache()

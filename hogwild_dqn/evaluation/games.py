@@ -4,6 +4,7 @@ the best episode's GIF, and what a finished evaluation does (Recorder). Used by 
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from collections.abc import Callable
@@ -16,29 +17,59 @@ from hogwild_dqn import metrics
 from hogwild_dqn.checkpoint import atomic_save
 from hogwild_dqn.config import Config
 from hogwild_dqn.envs import make_env, render_problem
-from hogwild_dqn.evaluation.policy import EVAL_SEED_OFFSET, Policy, play_episode
+from hogwild_dqn.evaluation.policy import EVAL_SEED_OFFSET, Orphaned, Policy, play_episode
 from hogwild_dqn.evaluation.scores import is_periodic
 from hogwild_dqn.files import atomic_bytes
 from hogwild_dqn.networks import network_for
 
 
-def evaluation_player(cfg: Config, spec) -> tuple[torch.device, Policy, object]:
+def evaluation_player(cfg: Config, spec) -> tuple[torch.device, Policy, list]:
     """What an evaluator plays with, on one machine or a cluster: the device (CUDA where there is one: touched
-    here, in the evaluator's own process), a policy on the run's network seeded apart from the workers, and an
-    evaluation env (raw rewards, whole games)."""
+    here, in the evaluator's own process), a policy on the run's network seeded apart from the workers, and
+    --eval-envs evaluation envs (raw rewards, whole games; no more than an evaluation's games), each seeded apart."""
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     policy = Policy(network_for(cfg, spec), cfg, device, cfg.seed + EVAL_SEED_OFFSET)
-    return device, policy, make_env(cfg, cfg.seed + EVAL_SEED_OFFSET, for_eval=True)
+    count = min(cfg.eval_envs, max(cfg.eval_episodes, cfg.final_eval_episodes))
+    return device, policy, [make_env(cfg, cfg.seed + EVAL_SEED_OFFSET + i, for_eval=True) for i in range(count)]
 
 
-def play_games(policy: Policy, env, episodes: int, alive=None) -> dict:
-    """Whole evaluation games from the policy's current weights: their raw scores, mean and spread. `alive`:
-    see play_episode."""
+def play_games(policy: Policy, envs: list, episodes: int, alive=None) -> dict:
+    """`episodes` whole evaluation games from the policy's current weights, played side by side on `envs` with one
+    forward a step for all the games in play (a batch-1 forward cost more than the emulator's step); their raw
+    scores (in the order the games started), mean, spread and agent steps. Every game started is played to its end
+    and no more are started than asked for, so that short games are not favoured. `alive` is asked as each game
+    starts and every 100 steps; its False raises Orphaned (see play_episode)."""
     t0 = time.time()
-    returns = [play_episode(policy, env, alive=alive) for _ in range(episodes)]
-    return {"mean_return": float(np.mean(returns)), "std_return": float(np.std(returns)),
-            "episodes": len(returns), "returns": returns, "seconds": time.time() - t0}
+    returns: list[float] = []
+    playing: dict[int, int] = {}  # env's index -> its game's index in returns
+    obs: list = [None] * len(envs)
+    policy.reset(len(envs))
+    played = steps = 0
 
+    def start(i: int) -> None:
+        if alive is not None and not alive():
+            raise Orphaned()
+        obs[i], _ = envs[i].reset()
+        policy.reset_row(i)
+        playing[i] = len(returns)
+        returns.append(math.nan)
+
+    for i in range(min(len(envs), episodes)):
+        start(i)
+    while playing:
+        steps += 1
+        if alive is not None and steps % 100 == 0 and not alive():
+            raise Orphaned()
+        rows = list(playing)
+        for i, action in zip(rows, policy.act_rows([obs[i] for i in rows], rows), strict=True):
+            obs[i], _, term, trunc, info = envs[i].step(action)
+            if term or trunc:
+                returns[playing.pop(i)] = float(info["episode"]["r"])
+                played += int(info["episode"]["l"])
+                if len(returns) < episodes:
+                    start(i)
+    return {"mean_return": float(np.mean(returns)), "std_return": float(np.std(returns)),
+            "episodes": len(returns), "returns": returns, "steps": played, "seconds": time.time() - t0}
 
 
 _RENDERS: dict[str, bool] = {}  # game -> whether this process can draw its screens

@@ -40,9 +40,15 @@ class Policy:
         self.reset()
         self.source, self.frames, self.best_eval_return = None, 0, -math.inf  # set by load_policy
 
-    def reset(self) -> None:
-        """A new game: the recurrent state (if any) starts from zeros."""
-        self.state = tuple(t.to(self.device) for t in self.net.initial_state(1)) if self.recurrent else None
+    def reset(self, rows: int = 1) -> None:
+        """New games on `rows` rows (play_games plays several side by side): the recurrent state (if any) starts
+        from zeros."""
+        self.state = tuple(t.to(self.device) for t in self.net.initial_state(rows)) if self.recurrent else None
+
+    def reset_row(self, row: int) -> None:
+        """A new game on one row: its recurrent state (if any) starts from zeros, the other rows' stay."""
+        for t in self.state or ():
+            t[row] = 0
 
     def seed(self, seed: int) -> None:
         """Seed the policy's own draws (exploration, sampling); the global RNGs are left alone."""
@@ -52,17 +58,25 @@ class Policy:
         """The action for one observation, as the env returns it: an int, or for continuous actions a float
         vector drawn from the Gaussian policy (unclipped: the env from make_env clips it to its bounds). The
         choice itself is acting.py's, as in training."""
-        obs = torch.as_tensor(np.asarray(observation), device=self.device).unsqueeze(0)
+        return self.act_rows([observation], [0])[0]
+
+    def act_rows(self, observations: list, rows: list[int]) -> list:
+        """One action (as `act` gives it) for each of several games' observations, in one forward; `rows`: the
+        games' rows of the recurrent state (see reset)."""
+        obs = torch.as_tensor(np.stack([np.asarray(o) for o in observations]), device=self.device)
         if not self.actor_critic:
-            return int(act_many(self.net, obs, self.cfg.eval_epsilon, False, self.rng)[0])
+            return [int(a) for a in act_many(self.net, obs, self.cfg.eval_epsilon, False, self.rng)]
         with torch.inference_mode():
             if self.recurrent:
-                *out, self.state = self.net(obs, self.state)
+                index = torch.as_tensor(rows, device=self.device)
+                *out, state = self.net(obs, tuple(t[index] for t in self.state))
+                for t, new in zip(self.state, state, strict=True):
+                    t[index] = new
             else:
                 out = self.net(obs)
         policy = out[0].float().cpu()
-        action = (most_likely(policy) if self.deterministic else sample(policy, self.rng))[0]
-        return action if gaussian(policy) is not None else int(action)
+        actions = most_likely(policy) if self.deterministic else sample(policy, self.rng)
+        return list(actions) if gaussian(policy) is not None else [int(a) for a in actions]
 
 
 class Orphaned(Exception):

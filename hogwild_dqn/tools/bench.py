@@ -4,6 +4,7 @@
                                 [--baseline REF] [--with "TRAIN FLAGS" ...]
     make bench [BENCH_ARGS="--baseline REF ..."]
     python -m hogwild_dqn.tools.bench --algos a3c --envs 8 --profile 60000    # where one worker's time goes
+    python -m hogwild_dqn.tools.bench --algos ppo --evaluator --with "--eval-envs 1"    # the evaluator's games
 
 Each point starts real worker processes over real shared memory (evaluator off), lets them warm up, counts
 each worker's frames and the updates it pushed over at least --seconds, from one of its counts to another
@@ -23,6 +24,11 @@ With --with "FLAGS" (train.py's flags, e.g. --with "--obs-normalize --no-obs-sta
 also measured with those values over its point's, as rows of their own interleaved with the plain ones (and on
 the baseline's side with the same values; a value the baseline's config lacks, such as an option added since,
 is left out there, and the table says so under it: the baseline runs as it always did).
+
+With --evaluator, the evaluator's games instead: the first --algos' preset network (untrained, seeded) plays
+--final-eval-episodes whole games from the evaluation player a run's evaluator uses (real ALE, one torch thread,
+this process), again and again for at least --seconds, each --with row interleaved with the plain one; frames/s
+of the games and each row's ratio to the plain row's.
 """
 
 from __future__ import annotations
@@ -258,6 +264,63 @@ def profile_worker(cfg: Config, frames: int, rows: int = 25) -> str:
             f"in {seconds:.1f} s ({shared.frames() / seconds:,.0f} frames/s under the profiler)\n{out.getvalue()}")
 
 
+def evaluator_fps(cfg: Config, seconds: float) -> tuple[float, float, int]:
+    """Frames/s, games/s and the games played by the evaluation player (evaluation_player, play_games): rounds
+    of --final-eval-episodes whole games for at least `seconds`."""
+    from hogwild_dqn.evaluation.games import evaluation_player, play_games
+
+    torch.manual_seed(cfg.seed)
+    _, policy, envs = evaluation_player(cfg, env_spec(cfg))
+    steps = games = 0
+    t0 = time.perf_counter()
+    try:
+        while time.perf_counter() - t0 < seconds:
+            played = play_games(policy, envs, cfg.final_eval_episodes)
+            steps, games = steps + played["steps"], games + played["episodes"]
+    finally:
+        for env in envs:
+            env.close()
+    took = time.perf_counter() - t0
+    return steps * cfg.frame_skip / took, games / took, games
+
+
+def measure_evaluator(args) -> int:
+    """The evaluator's rows (--evaluator) over the repeats, interleaved; the table and files."""
+    out = Path(args.out or f"runs/bench-{datetime.now():%Y%m%d-%H%M%S}")
+    out.mkdir(parents=True, exist_ok=True)
+    algo, envs = args.algos[0], args.envs[0]
+    rows = [("plain", {})] + list(args.variants)  # plain: the preset's --eval-envs
+    print(f"evaluator benchmark: {args.game}, {algo}'s preset, {args.repeats} repeats of {args.seconds:g} s per row")
+    base = bench_config(args.game, algo, envs, {})
+    emu, samples = [], {label: [] for label, _ in rows}
+    for rep in range(args.repeats):
+        emu.append(emulator_fps(base, args.seconds))
+        for label, values in (rows if rep % 2 == 0 else rows[::-1]):
+            fps, gps, games = evaluator_fps(bench_config(args.game, algo, envs, values), args.seconds)
+            samples[label].append((fps, gps, games))
+            print(f"  repeat {rep + 1}: {label}: {fps:,.0f} frames/s, {gps * 60:,.1f} games/min", flush=True)
+    plain = statistics.median(s[0] for s in samples["plain"])
+    lines = [f"cores: {os.cpu_count() or 1}; bare emulator (ALE, frame skip {base.frame_skip}, random actions): "
+             f"{statistics.median(emu):,.0f} frames/s; the evaluator's games, {algo}'s preset network untrained, "
+             f"{base.final_eval_episodes} games a round", "",
+             "| evaluator | frames/s | games/min | ratio to plain |", "| --- | --- | --- | --- |"]
+    results = []
+    for label, v in samples.items():
+        fps, gps = statistics.median(s[0] for s in v), statistics.median(s[1] for s in v)
+        name = f"the preset (--eval-envs {base.eval_envs})" if label == "plain" else label
+        lines.append(f"| {name} | {fps:,.0f} | {gps * 60:,.1f} | {fps / plain:.2f} |")
+        results.append({"row": label, "frames_per_second": fps, "games_per_second": gps, "ratio_to_plain": fps / plain,
+                        "samples": [s[0] for s in v], "games": [s[2] for s in v]})
+    md = "\n".join(lines)
+    print(md)
+    (out / "bench.md").write_text(md + "\n")
+    (out / "bench.json").write_text(json.dumps({"game": args.game, "algo": algo, "evaluator": True,
+                                                "emulator_frames_per_second": statistics.median(emu),
+                                                "emulator_samples": emu, "results": results}, indent=2))
+    print(f"wrote {out / 'bench.md'} and {out / 'bench.json'}")
+    return 0
+
+
 def table(cores: int, emu: float, results: list[dict], frame_skip: int) -> str:
     """The markdown table of the medians, with scaling efficiency and the ratio to the bare emulator."""
     one = {(r["algo"], r["envs_per_worker"]): r["frames_per_second"] for r in results if r["threads"] == 1}
@@ -300,6 +363,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--profile", type=int, default=None, metavar="FRAMES",
                    help="instead of the table: profile one worker of the first --algos and --envs inline for FRAMES "
                         "frames (cProfile, written to profile.txt)")
+    p.add_argument("--evaluator", action="store_true",
+                   help="instead of the workers: the evaluator's games, frames/s of each row (see above)")
     p.add_argument("--out", default=None, help="folder for bench.md and bench.json (default runs/bench-<time>)")
     args = p.parse_args(argv)
     if min(args.threads) < 1 or min(args.envs) < 1 or args.repeats < 1 or args.seconds <= 0:
@@ -319,6 +384,12 @@ def main(argv: list[str] | None = None) -> int:
         (out / "profile.txt").write_text(text)
         print(text + f"wrote {out / 'profile.txt'}")
         return 0
+    if args.evaluator:
+        if args.baseline is not None:
+            print("error: --evaluator measures this tree's evaluator only: compare with --with rows, not --baseline",
+                  file=sys.stderr)
+            return 2
+        return measure_evaluator(args)
     with tempfile.TemporaryDirectory(prefix="hogwild_dqn-baseline-") as tmp:
         baseline = None
         if args.baseline is not None:
