@@ -241,14 +241,15 @@ def test_games_side_by_side_score_as_each_game_alone(net):
     (the same weights, the same seeds): batching changes no game, and with --net lstm each game keeps a recurrent
     state of its own."""
     from hogwild_dqn.envs import make_env
-    from hogwild_dqn.evaluation.policy import EVAL_SEED_OFFSET, play_episode
+    from hogwild_dqn.evaluation.policy import play_episode
+    from hogwild_dqn.seeding import evaluation_seeds
 
     cfg, policy, envs = _side_by_side_player(net, 4, 4)
     assert len(envs) == 4
     games = play_games(policy, envs, 4)
     alone = []
-    for i in range(4):
-        env = make_env(cfg, cfg.seed + EVAL_SEED_OFFSET + i, for_eval=True)
+    for seed in evaluation_seeds(cfg.seed, 4):
+        env = make_env(cfg, seed, for_eval=True)
         alone.append(play_episode(policy, env))
         env.close()
     assert games["returns"] == alone and games["episodes"] == 4

@@ -82,3 +82,15 @@ def test_a_resumed_run_with_more_frames_continues_the_learning_rate_without_a_ju
     assert learning_rate(800, lr, 1000, True, start) == pytest.approx(learning_rate(800, 7e-4, 1000, True))
     # a new --lr starts the line from that rate
     assert resumed_lr(saved, 600, 1e-3) == (600, 1e-3)
+
+
+def test_evaluation_games_of_neighbouring_runs_share_no_seed_with_each_other_or_the_workers():
+    """Seeds 1, 2 and 3 (a suite's runs, averaged) play their 16 evaluation games on seeds of their own (before the
+    fix, seed + i: run 2's first 15 envs replayed run 1's last 15), none of them a worker's game seed."""
+    from hogwild_dqn.seeding import evaluation_seeds
+
+    runs = [evaluation_seeds(seed, 16) for seed in (1, 2, 3)]
+    assert all(len(set(r)) == 16 for r in runs) and len(set().union(*map(set, runs))) == 48
+    assert runs[0] == evaluation_seeds(1, 16) and evaluation_seeds(1, 4) == runs[0][:4]  # fixed by the run's seed
+    workers = {g for seed in (1, 2, 3) for rank in (0, 1) for g in worker_streams(seed, rank, 0, 0, 8)[2]}
+    assert not workers & set().union(*map(set, runs))

@@ -21,6 +21,7 @@ from hogwild_dqn.evaluation.policy import EVAL_SEED_OFFSET, Orphaned, Policy, pl
 from hogwild_dqn.evaluation.scores import is_periodic
 from hogwild_dqn.files import atomic_bytes
 from hogwild_dqn.networks import network_for
+from hogwild_dqn.seeding import evaluation_seeds
 
 
 def evaluation_player(cfg: Config, spec) -> tuple[torch.device, Policy, list]:
@@ -30,7 +31,7 @@ def evaluation_player(cfg: Config, spec) -> tuple[torch.device, Policy, list]:
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     policy = Policy(network_for(cfg, spec), cfg, device, cfg.seed + EVAL_SEED_OFFSET)
     count = min(cfg.eval_envs, max(cfg.eval_episodes, cfg.final_eval_episodes))
-    return device, policy, [make_env(cfg, cfg.seed + EVAL_SEED_OFFSET + i, for_eval=True) for i in range(count)]
+    return device, policy, [make_env(cfg, seed, for_eval=True) for seed in evaluation_seeds(cfg.seed, count)]
 
 
 def play_games(policy: Policy, envs: list, episodes: int, alive=None) -> dict:
@@ -44,7 +45,7 @@ def play_games(policy: Policy, envs: list, episodes: int, alive=None) -> dict:
     playing: dict[int, int] = {}  # env's index -> its game's index in returns
     obs: list = [None] * len(envs)
     policy.reset(len(envs))
-    played = steps = 0
+    played, ask_in = 0, 100
 
     def start(i: int) -> None:
         if alive is not None and not alive():
@@ -57,10 +58,12 @@ def play_games(policy: Policy, envs: list, episodes: int, alive=None) -> dict:
     for i in range(min(len(envs), episodes)):
         start(i)
     while playing:
-        steps += 1
-        if alive is not None and steps % 100 == 0 and not alive():
-            raise Orphaned()
         rows = list(playing)
+        ask_in -= len(rows)  # every 100 steps of the games in play, as play_episode asks
+        if ask_in <= 0:
+            ask_in = 100
+            if alive is not None and not alive():
+                raise Orphaned()
         for i, action in zip(rows, policy.act_rows([obs[i] for i in rows], rows), strict=True):
             obs[i], _, term, trunc, info = envs[i].step(action)
             if term or trunc:
