@@ -264,6 +264,13 @@ def profile_worker(cfg: Config, frames: int, rows: int = 25) -> str:
             f"in {seconds:.1f} s ({shared.frames() / seconds:,.0f} frames/s under the profiler)\n{out.getvalue()}")
 
 
+def out_folder(args) -> Path:
+    """--out, made if missing (default runs/bench-<time>): where the table, bench.json or profile.txt go."""
+    out = Path(args.out or f"runs/bench-{datetime.now():%Y%m%d-%H%M%S}")
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
 def evaluator_fps(cfg: Config, seconds: float) -> tuple[float, float, int]:
     """Frames/s, games/s and the games played by the evaluation player (evaluation_player, play_games): rounds
     of --final-eval-episodes whole games for at least `seconds`."""
@@ -286,8 +293,7 @@ def evaluator_fps(cfg: Config, seconds: float) -> tuple[float, float, int]:
 
 def measure_evaluator(args) -> int:
     """The evaluator's rows (--evaluator) over the repeats, interleaved; the table and files."""
-    out = Path(args.out or f"runs/bench-{datetime.now():%Y%m%d-%H%M%S}")
-    out.mkdir(parents=True, exist_ok=True)
+    out = out_folder(args)
     algo, envs = args.algos[0], args.envs[0]
     rows = [("plain", {})] + list(args.variants)  # plain: the preset's --eval-envs
     print(f"evaluator benchmark: {args.game}, {algo}'s preset, {args.repeats} repeats of {args.seconds:g} s per row")
@@ -379,8 +385,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.profile < 1:
             p.error("--profile must be a positive number of frames")
         text = profile_worker(bench_config(args.game, args.algos[0], args.envs[0], {}), args.profile)
-        out = Path(args.out or f"runs/bench-{datetime.now():%Y%m%d-%H%M%S}")
-        out.mkdir(parents=True, exist_ok=True)
+        out = out_folder(args)
         (out / "profile.txt").write_text(text)
         print(text + f"wrote {out / 'profile.txt'}")
         return 0
@@ -407,8 +412,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def measure(args, baseline_dir: Path | None, baseline: str | None) -> int:
     """Every point (and the emulator) over the repeats, interleaved; the table and files."""
-    out = Path(args.out or f"runs/bench-{datetime.now():%Y%m%d-%H%M%S}")
-    out.mkdir(parents=True, exist_ok=True)
+    out = out_folder(args)
     cores = os.cpu_count() or 1
     against = f", against {args.baseline} ({baseline})" if baseline else ""
     print(f"benchmark on {cores} cores: {args.game}, {args.repeats} repeats of {args.seconds:g} s per point{against}")
