@@ -25,7 +25,8 @@ import torch
 from hogwild_dqn import exits
 from hogwild_dqn.config import ConfigError, Parser
 from hogwild_dqn.envs import make_env, protocol, render_problem, resolve
-from hogwild_dqn.evaluation.policy import EVAL_SEED_OFFSET, load_policy, play_episode
+from hogwild_dqn.evaluation.games import play_episode
+from hogwild_dqn.evaluation.policy import EVAL_SEED_OFFSET, load_policy
 from hogwild_dqn.files import WriteFailed, write_failed
 
 PLAY_SEED_OFFSET = 2 * EVAL_SEED_OFFSET  # games the evaluator did not play

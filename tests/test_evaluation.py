@@ -203,7 +203,8 @@ def test_an_orphaned_evaluation_stops_at_its_next_game_however_short_the_games()
     games were never asked, and an evaluator orphaned during 100,000 short games played on)."""
     from hogwild_dqn.config import Config
     from hogwild_dqn.envs import env_spec, make_env
-    from hogwild_dqn.evaluation.policy import Orphaned, Policy
+    from hogwild_dqn.evaluation.games import Orphaned
+    from hogwild_dqn.evaluation.policy import Policy
     from hogwild_dqn.networks import network_for
 
     cfg = Config(game="CartPole-v1")
@@ -241,7 +242,7 @@ def test_games_side_by_side_score_as_each_game_alone(net):
     (the same weights, the same seeds): batching changes no game, and with --net lstm each game keeps a recurrent
     state of its own."""
     from hogwild_dqn.envs import make_env
-    from hogwild_dqn.evaluation.policy import play_episode
+    from hogwild_dqn.evaluation.games import play_episode
     from hogwild_dqn.seeding import evaluation_seeds
 
     cfg, policy, envs = _side_by_side_player(net, 4, 4)

@@ -11,7 +11,8 @@ import torch
 
 import hogwild_dqn
 from hogwild_dqn.config import Config, ConfigError
-from hogwild_dqn.evaluation.policy import Policy, play_episode
+from hogwild_dqn.evaluation.games import play_episode
+from hogwild_dqn.evaluation.policy import Policy
 from hogwild_dqn.networks import network_for
 from tests.conftest import run_play
 

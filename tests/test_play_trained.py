@@ -13,7 +13,7 @@ import pytest
 
 import hogwild_dqn
 from hogwild_dqn.config import ConfigError
-from hogwild_dqn.evaluation.policy import play_episode
+from hogwild_dqn.evaluation.games import play_episode
 from tests.conftest import read_summary, run_play
 
 

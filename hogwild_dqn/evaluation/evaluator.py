@@ -11,8 +11,7 @@ import torch
 
 from hogwild_dqn import metrics
 from hogwild_dqn.checkpoint import atomic_save, snapshot
-from hogwild_dqn.evaluation.games import Recorder, best_episode_gif, evaluation_player, play_games
-from hogwild_dqn.evaluation.policy import Orphaned
+from hogwild_dqn.evaluation.games import Orphaned, Recorder, best_episode_gif, evaluation_player, play_games
 from hogwild_dqn.evaluation.scores import confirmation, eval_record, needs_confirmation, next_point, points_skipped
 from hogwild_dqn.faults import NonFinite, runner_alive
 from hogwild_dqn.rundir import Run

@@ -17,7 +17,7 @@ from hogwild_dqn import metrics
 from hogwild_dqn.checkpoint import atomic_save
 from hogwild_dqn.config import Config
 from hogwild_dqn.envs import make_env, render_problem
-from hogwild_dqn.evaluation.policy import EVAL_SEED_OFFSET, Orphaned, Policy, play_episode
+from hogwild_dqn.evaluation.policy import EVAL_SEED_OFFSET, Policy
 from hogwild_dqn.evaluation.scores import is_periodic
 from hogwild_dqn.files import atomic_bytes
 from hogwild_dqn.networks import network_for
@@ -34,12 +34,19 @@ def evaluation_player(cfg: Config, spec) -> tuple[torch.device, Policy, list]:
     return device, policy, [make_env(cfg, seed, for_eval=True) for seed in evaluation_seeds(cfg.seed, count)]
 
 
-def play_games(policy: Policy, envs: list, episodes: int, alive=None) -> dict:
+class Orphaned(Exception):
+    """The process that asked for the games is gone (see play_games's `alive`)."""
+
+
+def play_games(policy: Policy, envs: list, episodes: int, alive: Callable[[], bool] | None = None,
+               on_screen: Callable[[np.ndarray], None] | None = None) -> dict:
     """`episodes` whole evaluation games from the policy's current weights, played side by side on `envs` with one
     forward a step for all the games in play (a batch-1 forward cost more than the emulator's step); their raw
     scores (in the order the games started), mean, spread and agent steps. Every game started is played to its end
     and no more are started than asked for, so that short games are not favoured. `alive` is asked as each game
-    starts and every 100 steps; its False raises Orphaned (see play_episode)."""
+    starts and every 100 steps (a game can last minutes; games shorter than 100 steps are asked once each); its
+    False raises Orphaned. `on_screen` sees every screen (env.render()) of the games in play before the agent
+    acts: give it one env (play_episode)."""
     t0 = time.time()
     returns: list[float] = []
     playing: dict[int, int] = {}  # env's index -> its game's index in returns
@@ -59,11 +66,14 @@ def play_games(policy: Policy, envs: list, episodes: int, alive=None) -> dict:
         start(i)
     while playing:
         rows = list(playing)
-        ask_in -= len(rows)  # every 100 steps of the games in play, as play_episode asks
+        ask_in -= len(rows)  # every 100 steps of the games in play
         if ask_in <= 0:
             ask_in = 100
             if alive is not None and not alive():
                 raise Orphaned()
+        if on_screen is not None:
+            for i in rows:
+                on_screen(envs[i].render())
         for i, action in zip(rows, policy.act_rows([obs[i] for i in rows], rows), strict=True):
             obs[i], _, term, trunc, info = envs[i].step(action)
             if term or trunc:
@@ -73,6 +83,12 @@ def play_games(policy: Policy, envs: list, episodes: int, alive=None) -> dict:
                     start(i)
     return {"mean_return": float(np.mean(returns)), "std_return": float(np.std(returns)),
             "episodes": len(returns), "returns": returns, "steps": played, "seconds": time.time() - t0}
+
+
+def play_episode(policy: Policy, env, on_screen: Callable[[np.ndarray], None] | None = None,
+                 alive: Callable[[], bool] | None = None) -> float:
+    """One whole game on `env`; its raw score. `on_screen`, `alive`: see play_games."""
+    return play_games(policy, [env], 1, alive, on_screen)["returns"][0]
 
 
 _RENDERS: dict[str, bool] = {}  # game -> whether this process can draw its screens
@@ -92,7 +108,7 @@ def _cannot_render(cfg: Config) -> bool:
 def best_episode_gif(policy: Policy, cfg: Config, frames: int, alive=None) -> bytes | None:
     """One more game on a rendering env; its first --video-steps screens as an animated GIF (screens over 300
     wide are halved). None where the game cannot be drawn here (MuJoCo without OpenGL). `alive`: see
-    play_episode."""
+    play_games."""
     if _cannot_render(cfg):
         return None
     env = make_env(cfg, cfg.seed + EVAL_SEED_OFFSET + frames, for_eval=True, render=True)

@@ -1,11 +1,10 @@
-"""The evaluation policy and one whole evaluation game: used by the evaluator, the cluster's evaluator, `play`,
-and by anyone who loads a trained agent with `load_policy(run_dir)`."""
+"""The evaluation policy: used by the evaluator, the cluster's evaluator, `play`, and by anyone who loads a trained
+agent with `load_policy(run_dir)`. Playing whole games with it is games.py's."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -26,7 +25,7 @@ class Policy:
     """Acts as the evaluator does: A3C samples its policy (softmax or Gaussian), or with `deterministic` takes
     its most likely action (the Gaussian's mean); the Q methods are epsilon-greedy (eval_epsilon). With --net
     lstm it carries the network's state from step to step of a game: call `reset()` when a new game starts
-    (play_episode does)."""
+    (play_games does)."""
 
     def __init__(self, net: torch.nn.Module, cfg: Config, device: torch.device | str = "cpu", seed: int = 0,
                  deterministic: bool | None = None):
@@ -77,29 +76,6 @@ class Policy:
         policy = out[0].float().cpu()
         actions = most_likely(policy) if self.deterministic else sample(policy, self.rng)
         return list(actions) if gaussian(policy) is not None else [int(a) for a in actions]
-
-
-class Orphaned(Exception):
-    """The process that asked for the games is gone (see play_episode's `alive`)."""
-
-
-def play_episode(policy: Policy, env, on_screen: Callable[[np.ndarray], None] | None = None,
-                 alive: Callable[[], bool] | None = None) -> float:
-    """One whole game; its raw score. `on_screen` sees every screen (env.render()) before the agent acts;
-    `alive` is asked as the game starts and every 100 steps (a game can last minutes; games shorter than 100
-    steps are asked once each) and its False raises Orphaned."""
-    obs, _ = env.reset()
-    policy.reset()
-    steps = 0
-    while True:
-        if alive is not None and steps % 100 == 0 and not alive():
-            raise Orphaned()
-        if on_screen is not None:
-            on_screen(env.render())
-        obs, _, term, trunc, info = env.step(policy.act(obs))
-        if term or trunc:
-            return float(info["episode"]["r"])
-        steps += 1
 
 
 def policy_file(run_dir: Path, best: bool = False) -> Path:
