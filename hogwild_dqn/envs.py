@@ -1,11 +1,12 @@
-"""The only module that builds envs (and imports ale_py): game names, env construction, env facts. (config.py
-reads gymnasium's registry to pick a preset, bench.py times the bare emulator.)"""
+"""The only module that builds envs (and imports ale_py): game names, env construction, env facts, the bare
+emulator's speed. (config.py reads gymnasium's registry to pick a preset.)"""
 
 from __future__ import annotations
 
 import difflib
 import functools
 import os
+import time
 import warnings
 from dataclasses import dataclass
 
@@ -309,6 +310,21 @@ def render_problem(cfg: Config) -> str | None:
     except Exception as e:  # each GL backend raises its own type (mujoco.FatalError, EGLError, ...)
         return first_line(e)[:160]
     return None
+
+
+def emulator_fps(cfg: Config, seconds: float) -> float:
+    """Frames/s of the bare ALE game (the figure beside every wall time): frame skip 4, random actions, no
+    preprocessing, no learning."""
+    env = gym.make(f"ALE/{cfg.game}-v5", frameskip=cfg.frame_skip, repeat_action_probability=0.0)
+    env.reset(seed=0)
+    steps, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        _, _, term, trunc, _ = env.step(env.action_space.sample())
+        steps += 1
+        if term or trunc:
+            env.reset()
+    env.close()
+    return steps * cfg.frame_skip / (time.perf_counter() - t0)
 
 
 def env_spec(cfg: Config) -> EnvSpec:

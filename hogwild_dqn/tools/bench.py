@@ -25,10 +25,10 @@ also measured with those values over its point's, as rows of their own interleav
 the baseline's side with the same values; a value the baseline's config lacks, such as an option added since,
 is left out there, and the table says so under it: the baseline runs as it always did).
 
-With --evaluator, the evaluator's games instead: the first --algos' preset network (untrained, seeded) plays
---final-eval-episodes whole games from the evaluation player a run's evaluator uses (real ALE, one torch thread,
-this process), again and again for at least --seconds, each --with row interleaved with the plain one; frames/s
-of the games and each row's ratio to the plain row's.
+With --evaluator, the evaluator's games instead (tools/bench_evaluator.py): the first --algos' preset network
+(untrained, seeded) plays --final-eval-episodes whole games from the evaluation player a run's evaluator uses (real
+ALE, one torch thread, this process), again and again for at least --seconds, each --with row interleaved with the
+plain one; frames/s of the games and each row's ratio to the plain row's.
 """
 
 from __future__ import annotations
@@ -37,43 +37,26 @@ import argparse
 import inspect
 import json
 import os
-import shlex
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime
 from pathlib import Path
 
 import torch
 import torch.multiprocessing as mp
 
 from hogwild_dqn.algorithms import ALGORITHMS
-from hogwild_dqn.config import Config, ConfigError, build_parser, default_preset, first_line, read_yaml
-from hogwild_dqn.envs import env_spec
+from hogwild_dqn.config import Config
+from hogwild_dqn.envs import emulator_fps, env_spec
 from hogwild_dqn.processes import Processes, worker_loop
 from hogwild_dqn.rundir import Run
 from hogwild_dqn.shared import new_shared_state
+from hogwild_dqn.tools.bench_evaluator import measure_evaluator
+from hogwild_dqn.tools.bench_points import FINAL_EPS, bench_config, flag_overrides, out_folder, point_overrides
 
 START_SECONDS = 120  # spawning, importing torch and building the games may take this long on a loaded machine
-
-
-def emulator_fps(cfg: Config, seconds: float) -> float:
-    """Frames/s of the bare ALE game: frame skip 4, random actions, no preprocessing, no learning."""
-    import ale_py  # noqa: F401  (registers the ALE ids)
-    import gymnasium as gym
-
-    env = gym.make(f"ALE/{cfg.game}-v5", frameskip=cfg.frame_skip, repeat_action_probability=0.0)
-    env.reset(seed=0)
-    steps, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
-        _, _, term, trunc, _ = env.step(env.action_space.sample())
-        steps += 1
-        if term or trunc:
-            env.reset()
-    env.close()
-    return steps * cfg.frame_skip / (time.perf_counter() - t0)
 
 
 def workers_fps(cfg: Config, threads: int, warmup: float, seconds: float) -> tuple[float, float]:
@@ -138,57 +121,11 @@ def counted_rates(frames: torch.Tensor, updates: torch.Tensor, wait, seconds: fl
     return sum(f / t for t, f, _ in spans), sum(u / t for t, _, u in spans)
 
 
-FINAL_EPS = "@final-eps"  # a replay method's second point: epsilon at its final value from the first step
-
-
-def point_config(base: Config, algo: str, envs: int) -> Config:
-    """The config of one point: the base values, or the preset of an algorithm with its own (dqn learning from
-    the start, ppo)."""
-    values = {**base.to_dict(), "algo": algo, "envs_per_worker": envs}
-    if ALGORITHMS[algo].presets:
-        preset = read_yaml(default_preset(base.game, algo))
-        values.update({**preset, "game": base.game, "algo": algo, "envs_per_worker": envs, "frames": base.frames,
-                       "eval_every": base.eval_every, "learning_starts": 0})
-    return Config(**values)
-
-
-def point_overrides(label: str) -> dict:
-    """Config values a point's label adds to point_config's (the same on the baseline's side)."""
-    return {"eps_anneal_frames": 0} if label.endswith(FINAL_EPS) else {}
-
-
-def flag_overrides(flags: str, game: str, algos: list[str], envs: list[int]) -> dict:
-    """The config values of --with's train.py flags, checked against every point's config: a flag that is not
-    train.py's, one the benchmark sets or ignores, or a value the config refuses, is a ValueError of one line."""
-    try:
-        values = vars(build_parser("--with").parse_args(shlex.split(flags)))
-    except ConfigError as e:  # the parser's errors: one line
-        raise ValueError(f"--with {flags!r}: {first_line(e)}") from None
-    fixed = {"config", "resume", "game", "algo", "envs_per_worker", "threads", "frames", "max_restarts", "eval_every",
-             "logdir", "run_dir"}
-    if taken := fixed & set(values):
-        raise ValueError(f"--with {flags!r}: the benchmark sets {', '.join(sorted(taken))} itself")
-    for algo in algos:
-        for e in envs:
-            try:
-                Config(**{**bench_config(game, algo, e, {}).to_dict(), **values}).validate()
-            except (ConfigError, TypeError) as err:
-                raise ValueError(f"--with {flags!r} on {algo} x{e} games: {first_line(err)}") from None
-    return values
-
-
-def bench_config(game: str, algo: str, envs: int, overrides: dict) -> Config:
-    """The config of one point measured in this tree (DRIVER builds the same from a baseline tree's own
-    point_config, which is why it does not call this)."""
-    base = Config(game=game, frames=10**12, progress=False, video_steps=0)
-    return Config(**{**point_config(base, algo, envs).to_dict(), **overrides})
-
-
 # Run in a fresh interpreter inside a tree (the working tree's or the baseline's): that tree's own workers
 # and processes, measured by this tree's workers_fps and counted_rates, whose source is put into the script, so
-# that both sides are measured alike. The tree must keep point_config, Processes(context, Run, shared,
-# with_evaluator=...), Run, new_shared_state, env_spec and the per-worker counters (every commit since the
-# tools moved into hogwild_dqn/tools does; an older --baseline fails with its import error).
+# that both sides are measured alike. The tree must keep point_config (bench_points.py; bench.py before it),
+# Processes(context, Run, shared, with_evaluator=...), Run, new_shared_state, env_spec and the per-worker counters
+# (every commit since the tools moved into hogwild_dqn/tools does; an older --baseline fails with its import error).
 DRIVER = """
 import dataclasses, json, sys, tempfile, time
 from pathlib import Path
@@ -199,7 +136,10 @@ from hogwild_dqn.envs import env_spec
 from hogwild_dqn.processes import Processes
 from hogwild_dqn.rundir import Run
 from hogwild_dqn.shared import new_shared_state
-from hogwild_dqn.tools.bench import point_config
+try:
+    from hogwild_dqn.tools.bench_points import point_config
+except ImportError:  # a tree from before bench_points.py
+    from hogwild_dqn.tools.bench import point_config
 START_SECONDS = %d
 %s
 %s
@@ -262,69 +202,6 @@ def profile_worker(cfg: Config, frames: int, rows: int = 25) -> str:
     stats.sort_stats("cumulative").print_stats(rows)
     return (f"{cfg.algo} on {cfg.game}, {cfg.envs_per_worker} games, one worker inline: {shared.frames():,} frames "
             f"in {seconds:.1f} s ({shared.frames() / seconds:,.0f} frames/s under the profiler)\n{out.getvalue()}")
-
-
-def out_folder(args) -> Path:
-    """--out, made if missing (default runs/bench-<time>): where the table, bench.json or profile.txt go."""
-    out = Path(args.out or f"runs/bench-{datetime.now():%Y%m%d-%H%M%S}")
-    out.mkdir(parents=True, exist_ok=True)
-    return out
-
-
-def evaluator_fps(cfg: Config, seconds: float) -> tuple[float, float, int]:
-    """Frames/s, games/s and the games played by the evaluation player (evaluation_player, play_games): rounds
-    of --final-eval-episodes whole games for at least `seconds`."""
-    from hogwild_dqn.evaluation.games import evaluation_player, play_games
-
-    torch.manual_seed(cfg.seed)
-    _, policy, envs = evaluation_player(cfg, env_spec(cfg))
-    steps = games = 0
-    t0 = time.perf_counter()
-    try:
-        while time.perf_counter() - t0 < seconds:
-            played = play_games(policy, envs, cfg.final_eval_episodes)
-            steps, games = steps + played["steps"], games + played["episodes"]
-    finally:
-        for env in envs:
-            env.close()
-    took = time.perf_counter() - t0
-    return steps * cfg.frame_skip / took, games / took, games
-
-
-def measure_evaluator(args) -> int:
-    """The evaluator's rows (--evaluator) over the repeats, interleaved; the table and files."""
-    out = out_folder(args)
-    algo, envs = args.algos[0], args.envs[0]
-    rows = [("plain", {})] + list(args.variants)  # plain: the preset's --eval-envs
-    print(f"evaluator benchmark: {args.game}, {algo}'s preset, {args.repeats} repeats of {args.seconds:g} s per row")
-    base = bench_config(args.game, algo, envs, {})
-    emu, samples = [], {label: [] for label, _ in rows}
-    for rep in range(args.repeats):
-        emu.append(emulator_fps(base, args.seconds))
-        for label, values in (rows if rep % 2 == 0 else rows[::-1]):
-            fps, gps, games = evaluator_fps(bench_config(args.game, algo, envs, values), args.seconds)
-            samples[label].append((fps, gps, games))
-            print(f"  repeat {rep + 1}: {label}: {fps:,.0f} frames/s, {gps * 60:,.1f} games/min", flush=True)
-    plain = statistics.median(s[0] for s in samples["plain"])
-    lines = [f"cores: {os.cpu_count() or 1}; bare emulator (ALE, frame skip {base.frame_skip}, random actions): "
-             f"{statistics.median(emu):,.0f} frames/s; the evaluator's games, {algo}'s preset network untrained, "
-             f"{base.final_eval_episodes} games a round", "",
-             "| evaluator | frames/s | games/min | ratio to plain |", "| --- | --- | --- | --- |"]
-    results = []
-    for label, v in samples.items():
-        fps, gps = statistics.median(s[0] for s in v), statistics.median(s[1] for s in v)
-        name = f"the preset (--eval-envs {base.eval_envs})" if label == "plain" else label
-        lines.append(f"| {name} | {fps:,.0f} | {gps * 60:,.1f} | {fps / plain:.2f} |")
-        results.append({"row": label, "frames_per_second": fps, "games_per_second": gps, "ratio_to_plain": fps / plain,
-                        "samples": [s[0] for s in v], "games": [s[2] for s in v]})
-    md = "\n".join(lines)
-    print(md)
-    (out / "bench.md").write_text(md + "\n")
-    (out / "bench.json").write_text(json.dumps({"game": args.game, "algo": algo, "evaluator": True,
-                                                "emulator_frames_per_second": statistics.median(emu),
-                                                "emulator_samples": emu, "results": results}, indent=2))
-    print(f"wrote {out / 'bench.md'} and {out / 'bench.json'}")
-    return 0
 
 
 def table(cores: int, emu: float, results: list[dict], frame_skip: int) -> str:

@@ -28,12 +28,12 @@ def describe() -> str:
 
 
 def bare_emulator(game: str) -> float | None:
-    """Frames/s of the game's bare emulator here and now (tools.bench's measure, random actions); None off Atari."""
+    """Frames/s of the game's bare emulator here and now (envs.emulator_fps, random actions); None off Atari."""
     from hogwild_dqn.config import Config, game_kind
 
     if game_kind(game) != "atari":
         return None
-    from hogwild_dqn.tools.bench import emulator_fps
+    from hogwild_dqn.envs import emulator_fps
 
     return round(emulator_fps(Config(game=game), EMULATOR_SECONDS))
 
