@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from hogwild_dqn.config import ConfigError
+from hogwild_dqn.config import ConfigError, first_line
 from hogwild_dqn.files import atomic_bytes, atomic_write
 from hogwild_dqn.schedules import resumed_lr
 from hogwild_dqn.version import __version__, versions
@@ -93,6 +93,20 @@ def read_checkpoint(path: Path) -> dict:
     return ckpt
 
 
+def read_summary(path: Path) -> dict:
+    """summary.json of a run being resumed; a one-line ConfigError where it is not a summary (the run's earlier
+    sessions are in it: better to stop than to guess)."""
+    try:
+        summary = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"{path} cannot be read ({first_line(e)[:100]}); move it aside to resume from the "
+                          "checkpoint's own record of the run") from None
+    if not isinstance(summary, dict):
+        raise ConfigError(f"{path} is not a run's summary (a JSON {type(summary).__name__}); move it aside to "
+                          "resume from the checkpoint's own record of the run")
+    return summary
+
+
 def resume_point(run_dir: Path, cfg) -> tuple[dict, dict]:
     """checkpoint.pt of a run to resume, and what its earlier sessions reached: frames, wall time, evaluations,
     best, evaluator device (the evaluations and the wall time from summary.json, or from the checkpoint where
@@ -101,7 +115,7 @@ def resume_point(run_dir: Path, cfg) -> tuple[dict, dict]:
     run_dir = Path(run_dir)
     ckpt = load_checkpoint(run_dir / "checkpoint.pt", cfg.game, cfg.algo)
     summary_path = run_dir / "summary.json"
-    old = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
+    old = read_summary(summary_path) if summary_path.is_file() else {}
     # a run stopped during its final evaluation may be resumed with no frames to add: it plays that evaluation
     if int(ckpt["frames"]) >= cfg.frames and not (old and old.get("final_eval") is None):
         raise ConfigError(f"run {run_dir} already has {ckpt['frames']} frames; raise --frames to continue it")

@@ -254,6 +254,11 @@ class Config:
                 raise ConfigError(f"epsilons must lie in [0, 1], got {e}")
         if isinstance(self.max_restarts, bool) or self.max_restarts < 0:
             raise ConfigError(f"--max-restarts must be an integer >= 0, got {self.max_restarts!r}")
+        positive("seed", integer=True, zero=True)  # numpy's SeedSequence takes no negative seed
+        if len(self.adam_betas) != 2 or not all(isinstance(b, (int, float)) and 0 <= b < 1 for b in self.adam_betas):
+            raise ConfigError(f"--adam-betas must be two numbers in [0, 1), got {self.adam_betas!r}")
+        if not all(isinstance(p, (int, float)) and 0 <= p <= 1 for p in self.eps_probs):
+            raise ConfigError(f"--eps-probs must be probabilities in [0, 1], got {self.eps_probs!r}")
         for name in ("noop_max", "grad_clip", "entropy_beta", "eps_anneal_frames", "video_steps", "learning_starts",
                      "policy_std_max", "policy_std_init"):
             positive(name, integer=False, zero=True)
@@ -456,6 +461,10 @@ def load(argv: list[str] | None = None, prog: str = "train.py",
     args = vars(parser.parse_args(argv))
     resume = args.pop("resume", None)
     cfg = Config()
+    if resume is not None and ("config" in args or "run_dir" in args):
+        given = "--config" if "config" in args else "--run-dir"
+        raise ConfigError(f"--resume {resume} continues that run with its own config.yaml, in its own dir; {given} "
+                          "cannot change them (other flags can, e.g. --frames)")
     if resume is not None:
         source = Path(resume) / "config.yaml"
     else:

@@ -57,6 +57,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         raise ConfigError("--best and --last name two different files; choose one")
     if args.episodes < 1:
         raise ConfigError(f"--episodes must be a positive integer, got {args.episodes}")
+    if args.seed is not None and args.seed < 0:
+        raise ConfigError(f"--seed must be an integer >= 0, got {args.seed}")
     if args.device == "cuda" and not torch.cuda.is_available():
         raise ConfigError("--device cuda: no CUDA device is available here")
     return args

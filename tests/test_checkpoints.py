@@ -212,3 +212,18 @@ def test_the_runner_writes_checkpoint_pt_only_once_the_evaluator_is_gone(tmp_pat
         procs.evaluator.proc.join(timeout=10)
     procs.write_checkpoint({"frames": 1})
     assert torch.load(tmp_path / "checkpoint.pt", weights_only=True) == {"frames": 1}
+
+
+@pytest.mark.parametrize("text, message", [("{\"status\": ", "cannot be read"),
+                                           ("[1, 2]", "is not a run's summary (a JSON list)")])
+def test_a_resume_over_an_unreadable_summary_is_one_line_and_keeps_the_run(tmp_path, short_run, text, message):
+    """summary.json holds the earlier sessions' record: one that cannot be read stops the resume in one line,
+    with every file of the run as it was, rather than a traceback or a guess."""
+    run = tmp_path / "run"
+    shutil.copytree(short_run, run)
+    (run / "summary.json").write_text(text)
+    before = {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()}
+    proc = run_train("--resume", run, "--frames", 3000, timeout=120)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert message in proc.stderr and "move it aside" in proc.stderr and "Traceback" not in proc.stderr
+    assert {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()} == before

@@ -3,6 +3,7 @@ networks; bad run dirs get one line and exit 2. What needs a trained agent (the 
 test_play_trained.py, the second tier."""
 
 import dataclasses
+import sys
 from types import SimpleNamespace
 
 import numpy as np
@@ -14,7 +15,7 @@ from hogwild_dqn.config import Config, ConfigError
 from hogwild_dqn.evaluation.games import play_episode
 from hogwild_dqn.evaluation.policy import Policy
 from hogwild_dqn.networks import network_for
-from tests.conftest import run_play
+from tests.conftest import run_cmd, run_play
 
 
 def test_q_policy_is_epsilon_greedy():
@@ -99,3 +100,12 @@ def test_play_epsilon_overrides_the_q_runs_evaluation_epsilon(cartpole_q1):
     assert proc.returncode == 2 and proc.stdout == "", proc.stdout
     assert proc.stderr.startswith("play: error: ") and "--epsilon must be in [0, 1], got 1.5" in proc.stderr
     assert proc.stderr.count("\n") == 1
+
+
+def test_a_negative_seed_is_one_line_for_play_and_the_probe(cartpole_q1):
+    """numpy refuses a negative seed deep inside; both commands say it first, in one line."""
+    proc = run_play(cartpole_q1, "--no-video", "--seed", "-1")
+    assert proc.returncode == 2 and proc.stderr == "play: error: --seed must be an integer >= 0, got -1\n"
+    probe = run_cmd([sys.executable, "-m", "hogwild_dqn.tools.probe", cartpole_q1, "--seed", "-1"], 120)
+    assert probe.returncode == 2 and probe.stderr == "probe: error: --seed must be an integer >= 0, got -1\n"
+

@@ -177,8 +177,9 @@ def test_every_tool_shows_scores_over_runs_and_tells_a_done_run_one_way(tmp_path
     assert spread([]) == spread([None]) == "—" and spread([9.0]) == "9.0"
     assert spread([100.0, 200.0]) == "150.0 ± 70.7" and spread([210.0, None]) == "210.0 (1 of 2 runs)"
     assert not run_done(tmp_path)  # no summary.json
-    (tmp_path / "summary.json").write_text('{"status": "fini')  # cut while written by hand: not done
-    assert not run_done(tmp_path)
+    for text in ('{"status": "fini', "[1]", "{}"):  # cut while written by hand, or not a summary: not done
+        (tmp_path / "summary.json").write_text(text)
+        assert not run_done(tmp_path)
     for status, final, want in (("finished", {"mean_return": 1.0}, True), ("solved: confirmed", {}, True),
                                 ("unscored: finished, but the final evaluation was cut", None, False),
                                 ("finished", None, False), ("interrupted (SIGINT)", {}, False)):

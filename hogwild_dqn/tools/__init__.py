@@ -5,15 +5,36 @@ curves from CSV (curves) and a trained network's internals (probe). Each is a co
 hogwild_dqn.tools.NAME`, or its make target / console command); none is imported by the trainer. What they share is
 here, once: how a tool starts a run, whether a run is done, how a number is shown, how a figure is drawn and saved."""
 
+import functools
 import json
 import statistics
 import sys
 import time
 from pathlib import Path
 
+from hogwild_dqn.config import ConfigError
+
 # How a tool starts a training run: the trainer's own command, from the current directory (so relative --logdir
 # and --run-dir mean what the user meant), a checkout or an installed package alike.
 TRAIN = (sys.executable, "-m", "hogwild_dqn.train")
+
+
+def command(name: str):
+    """A tool's main(argv) whose ConfigError (a bad flag from config.Parser, its p.error, a bad value found on the
+    way) ends as train.py's: one line on stderr, `<name>: error: ...`, and exit status 2, never a traceback."""
+
+    def wrap(main):
+        @functools.wraps(main)
+        def run(argv: list[str] | None = None) -> int:
+            try:
+                return main(argv)
+            except ConfigError as e:
+                print(f"{name}: error: {e}", file=sys.stderr)
+                return 2
+
+        return run
+
+    return wrap
 
 
 def sessions_file(run: Path) -> Path:
@@ -78,10 +99,24 @@ def read_json(path: Path) -> dict | None:
         return None
 
 
+SUMMARY_KEYS = ("game", "algo", "seed", "status", "frames", "wall_seconds")  # every summary.json since the first
+
+
+def summary_at(path: Path) -> dict | None:
+    """A run's summary.json or its record, or None where there is none or the file is not one (unreadable, or not
+    an object with a summary's keys and, where it has a score, a mean), so that what is not a run's summary is
+    passed over rather than read half-way."""
+    s = read_json(path)
+    if not isinstance(s, dict) or not all(k in s for k in SUMMARY_KEYS) or not isinstance(s["status"], str):
+        return None
+    final = s.get("final_eval")
+    return s if final is None or isinstance(final, dict) and "mean_return" in final else None
+
+
 def run_done(run: Path) -> bool:
     """A run dir whose summary.json says it needs nothing more (done)."""
     summary = read_json(run / "summary.json")
-    return summary is not None and done(summary)
+    return isinstance(summary, dict) and isinstance(summary.get("status"), str) and done(summary)
 
 
 def pyplot():

@@ -18,7 +18,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hogwild_dqn.tools import TRAIN, pyplot, resume_or_start, run_done, save, spread
+from hogwild_dqn.config import Parser
+from hogwild_dqn.tools import TRAIN, command, pyplot, resume_or_start, run_done, save, spread
 
 SETTINGS = {  # name -> (run dir name, train.py flags)
     "replay + target (DQN)": ("replay-target", []),
@@ -78,8 +79,9 @@ def plot(results: dict[str, list[dict]], out: Path) -> None:
     save(fig, out)
 
 
+@command("ablation")
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m hogwild_dqn.tools.ablation", description=__doc__.splitlines()[0])
+    p = Parser(prog="python -m hogwild_dqn.tools.ablation", description=__doc__.splitlines()[0])
     p.add_argument("--game", default="CartPole-v1")
     p.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3, 4, 5])
     p.add_argument("--frames", type=int, default=80_000)

@@ -33,7 +33,6 @@ plain one; frames/s of the games and each row's ratio to the plain row's.
 
 from __future__ import annotations
 
-import argparse
 import inspect
 import json
 import os
@@ -48,11 +47,12 @@ import torch
 import torch.multiprocessing as mp
 
 from hogwild_dqn.algorithms import ALGORITHMS
-from hogwild_dqn.config import Config
-from hogwild_dqn.envs import emulator_fps, env_spec
+from hogwild_dqn.config import Config, Parser
+from hogwild_dqn.envs import emulator_fps, env_spec, resolve
 from hogwild_dqn.processes import Processes, worker_loop
 from hogwild_dqn.rundir import Run
 from hogwild_dqn.shared import new_shared_state
+from hogwild_dqn.tools import command
 from hogwild_dqn.tools.bench_evaluator import measure_evaluator
 from hogwild_dqn.tools.bench_points import FINAL_EPS, bench_config, flag_overrides, out_folder, point_overrides
 
@@ -227,8 +227,9 @@ def table(cores: int, emu: float, results: list[dict], frame_skip: int) -> str:
     return "\n".join(lines)
 
 
+@command("bench")
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m hogwild_dqn.tools.bench", description=__doc__.splitlines()[0])
+    p = Parser(prog="python -m hogwild_dqn.tools.bench", description=__doc__.splitlines()[0])
     p.add_argument("--game", default="Pong")
     p.add_argument("--algos", nargs="+", default=list(ALGORITHMS), choices=list(ALGORITHMS))
     p.add_argument("--threads", nargs="+", type=int, default=[1, 2], help="worker counts to measure")
@@ -252,6 +253,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if min(args.threads) < 1 or min(args.envs) < 1 or args.repeats < 1 or args.seconds <= 0:
         p.error("--threads, --envs, --repeats and --seconds must be positive")
+    if not resolve(args.game)[0]:  # an unknown game: its one line, with close names
+        p.error(f"--game {args.game}: bench measures ALE games, beside their bare emulator")
     torch.set_num_threads(1)
     try:
         args.variants = [(flags, flag_overrides(flags, args.game, args.algos, args.envs)) for flags in args.variants]
@@ -261,8 +264,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.profile is not None:
         if args.profile < 1:
             p.error("--profile must be a positive number of frames")
+        out = out_folder(args)  # a bad --out is told before the profile, not after
         text = profile_worker(bench_config(args.game, args.algos[0], args.envs[0], {}), args.profile)
-        out = out_folder(args)
         (out / "profile.txt").write_text(text)
         print(text + f"wrote {out / 'profile.txt'}")
         return 0

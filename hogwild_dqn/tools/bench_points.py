@@ -60,5 +60,8 @@ def bench_config(game: str, algo: str, envs: int, overrides: dict) -> Config:
 def out_folder(args) -> Path:
     """--out, made if missing (default runs/bench-<time>): where the table, bench.json or profile.txt go."""
     out = Path(args.out or f"runs/bench-{datetime.now():%Y%m%d-%H%M%S}")
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ConfigError(f"--out {out} cannot be a folder here ({e.strerror or first_line(e)})") from None
     return out

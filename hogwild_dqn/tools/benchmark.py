@@ -33,7 +33,7 @@ from hogwild_dqn.config import DEFAULT_ALGO, ConfigError, Parser
 from hogwild_dqn.envs import resolve
 from hogwild_dqn.exits import STOPPED, UNSCORED
 from hogwild_dqn.files import WriteFailed, atomic_bytes, cause, write_failed
-from hogwild_dqn.tools import TRAIN, done, published, read_json, resume_or_start, sessions_file
+from hogwild_dqn.tools import TRAIN, done, published, read_json, resume_or_start, sessions_file, summary_at
 from hogwild_dqn.tools.machine import Session, describe, utc_now
 from hogwild_dqn.tools.suite_report import (
     HUMAN_REFERENCE,
@@ -62,10 +62,22 @@ def keep(args: argparse.Namespace, name: str) -> None:
     preset and the flags over it), to its record (--record), where the suite finds it on any machine."""
     summary = run_summary(args, name)
     if args.record and summary and done(summary):
+        kept = summary_at(args.record / f"{name}.json")
+        if kept and not same_run(kept, summary):
+            print(f"benchmark: {args.record / name}.json is kept as it is: {args.logdir / name} holds another run "
+                  "(its evaluations are not the record's continued); move one of them aside", file=sys.stderr)
+            return
         cfg = args.logdir / name / "config.yaml"
         record = {**summary, "config": yaml.safe_load(cfg.read_text())} if cfg.is_file() else summary
         args.record.mkdir(parents=True, exist_ok=True)
         atomic_bytes((json.dumps(record, indent=2) + "\n").encode(), args.record / f"{name}.json")  # whole or not
+
+
+def same_run(record: dict, summary: dict) -> bool:
+    """Whether `summary` is the recorded run's, the same or gone on (a resumed run's evaluations continue the
+    record's), rather than another run of the same name (another machine's, a run started again)."""
+    points = [(e.get("frames"), e.get("mean_return")) for e in record.get("evals", [])]
+    return points == [(e.get("frames"), e.get("mean_return")) for e in summary.get("evals", [])][:len(points)]
 
 
 def sb3_command(args: argparse.Namespace, game: str, seed: int, run: Path) -> list[str]:

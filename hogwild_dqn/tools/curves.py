@@ -11,12 +11,12 @@ input that has a column `run` into one line per value of it.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import sys
 from pathlib import Path
 
-from hogwild_dqn.tools import pyplot, read_json, save
+from hogwild_dqn.config import Parser
+from hogwild_dqn.tools import command, pyplot, read_json, save
 
 NEEDED = ("frames", "wall_seconds", "mean_return")
 
@@ -68,7 +68,7 @@ def read_lines(path: Path, label: str, by: str | None) -> tuple[list[tuple], boo
 
 def draw(inputs: list[tuple[Path, str]], out: Path, x: str, by: str | None, line: float | None, title: str) -> int:
     """Draw every input's lines against `x` into `out`; the number of lines drawn."""
-    if not out.parent.is_dir() or out.suffix.lower() not in (".png", ".svg", ".pdf"):
+    if not out.parent.is_dir() or out.is_dir() or out.suffix.lower() not in (".png", ".svg", ".pdf"):
         raise CurvesError(f"--out {out}: needs an existing folder and a .png, .svg or .pdf name")
     read = [read_lines(path, label, by) for path, label in inputs]
     if by and not any(split for _, split in read):
@@ -89,8 +89,9 @@ def draw(inputs: list[tuple[Path, str]], out: Path, x: str, by: str | None, line
     return len(lines)
 
 
+@command("curves")
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m hogwild_dqn.tools.curves", description=__doc__.splitlines()[0])
+    p = Parser(prog="python -m hogwild_dqn.tools.curves", description=__doc__.splitlines()[0])
     p.add_argument("csv", nargs="+",
                    help="PATH or PATH=LABEL: a CSV or a run record (.json); the label defaults to the file's name")
     p.add_argument("--out", type=Path, required=True, help="the PNG to write")

@@ -10,13 +10,13 @@ Where the records are (SOURCES) is the one thing to change when a new default's 
 
 from __future__ import annotations
 
-import argparse
 import re
 import statistics
 import sys
 from pathlib import Path
 
-from hogwild_dqn.tools import done, read_json, suite_folder
+from hogwild_dqn.config import Parser
+from hogwild_dqn.tools import command, done, suite_folder, summary_at
 from hogwild_dqn.tools.suites import SEEDS, SIX, SUITES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,8 +36,8 @@ def finals(folder: Path | None, algo: str) -> dict[str, list[float]]:
     """Each game's final scores (last weights, every game of the final evaluation) over the ended runs of `algo`."""
     out: dict[str, list[float]] = {}
     for path in sorted(folder.glob("*.json")) if folder else ():
-        s = read_json(path)
-        if s and s.get("algo") == algo and done(s):
+        s = summary_at(path)
+        if s and s["algo"] == algo and done(s):
             out.setdefault(s["game"], []).append(s["final_eval"]["mean_return"])
     return out
 
@@ -79,7 +79,7 @@ def atari5(report: Path | None) -> str:
 
 def confirmed(folder: Path | None) -> str:
     """Pong's confirmed +18: the median over seeds of the frames and minutes to it (the seeds: results.md)."""
-    stops = [s["confirmed"] for p in sorted(folder.glob("*.json")) if (s := read_json(p)) and s.get("confirmed")] \
+    stops = [s["confirmed"] for p in sorted(folder.glob("*.json")) if (s := summary_at(p)) and s.get("confirmed")] \
         if folder else []
     if not stops:
         return "—"
@@ -116,8 +116,9 @@ def replace(readme: str, block: str) -> str:
     return f"{head}{START}\n{block}\n{END}{rest.split(END, 1)[1]}"
 
 
+@command("frontpage")
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m hogwild_dqn.tools.frontpage", description=__doc__.splitlines()[0])
+    p = Parser(prog="python -m hogwild_dqn.tools.frontpage", description=__doc__.splitlines()[0])
     p.add_argument("--check", action="store_true", help="exit 1 if README.md's table differs from the records'")
     p.add_argument("--root", type=Path, default=ROOT, help="the checkout (default: this one)")
     args = p.parse_args(argv)

@@ -119,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
         args = p.parse_args(argv)
         if args.steps < 2:
             raise ConfigError(f"--steps must be at least 2, got {args.steps}")
+        if args.seed < 0:
+            raise ConfigError(f"--seed must be an integer >= 0, got {args.seed}")
         r = probe(args.run_dir, args.steps, args.best, args.seed)
     except ConfigError as e:
         print(f"probe: error: {e}", file=sys.stderr)

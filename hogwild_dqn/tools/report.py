@@ -8,8 +8,6 @@ yet) and writes report.md and PNG plots into --logdir. Unfinished runs are liste
 
 from __future__ import annotations
 
-import argparse
-import json
 import statistics
 import sys
 from collections import defaultdict
@@ -18,9 +16,9 @@ from pathlib import Path
 
 import yaml
 
-from hogwild_dqn.config import variant
+from hogwild_dqn.config import Parser, variant
 from hogwild_dqn.evaluation.scores import is_periodic
-from hogwild_dqn.tools import ended, fmt, pyplot, save
+from hogwild_dqn.tools import command, ended, fmt, pyplot, save, summary_at
 
 # Reference scores for the speedup table when --score is not given (CartPole: the classic "solved" mark;
 # Atari: scores the paper's 16-thread agents passed early in training).
@@ -55,12 +53,21 @@ def read_run(path: Path) -> RunRecord | None:
     cfg_file = path / "config.yaml"
     if not cfg_file.is_file():
         return None
-    cfg = yaml.safe_load(cfg_file.read_text()) or {}
+    try:
+        cfg = yaml.safe_load(cfg_file.read_text()) or {}
+    except (OSError, yaml.YAMLError):
+        cfg = None
+    if not isinstance(cfg, dict):
+        print(f"report: passed over {path}: its config.yaml is not a run's config", file=sys.stderr)
+        return None
     algo = variant(cfg.get("algo", "?"), cfg.get("net", "ff"), cfg.get("obs_normalize", False),
                    cfg.get("value_normalize", False))
     summary_file = path / "summary.json"
     if summary_file.is_file():
-        s = json.loads(summary_file.read_text())
+        s = summary_at(summary_file)
+        if s is None or not {"threads", "frames_per_second", "evals"} <= set(s):
+            print(f"report: passed over {path}: its summary.json is not a run's summary", file=sys.stderr)
+            return None
         return RunRecord(path, s["game"], algo, s["threads"], s["seed"], s["status"], s["frames_per_second"],
                    s["evals"], s.get("frames"), s.get("wall_seconds"), s.get("final_eval"), s.get("confirmed"),
                    s.get("protocol"))
@@ -208,8 +215,9 @@ def write_report(logdir: Path, score: float | None) -> Path:
     return out
 
 
+@command("report")
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m hogwild_dqn.tools.report", description=__doc__.splitlines()[0])
+    p = Parser(prog="python -m hogwild_dqn.tools.report", description=__doc__.splitlines()[0])
     p.add_argument("--logdir", default="runs", help="log root holding the run dirs (default: runs)")
     p.add_argument("--score", type=float, default=None, help="reference score for the speedup table")
     args = p.parse_args(argv)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import signal
 import subprocess
 import sys
@@ -19,7 +20,8 @@ from pathlib import Path
 
 import psutil
 
-from hogwild_dqn.tools import TRAIN
+from hogwild_dqn.config import Parser
+from hogwild_dqn.tools import TRAIN, command
 
 
 def roles(main: psutil.Process) -> dict[int, str]:
@@ -49,8 +51,9 @@ def rss_mib(pids: dict[int, str]) -> dict[str, float]:
     return out
 
 
+@command("soak")
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m hogwild_dqn.tools.soak", description=__doc__.splitlines()[0])
+    p = Parser(prog="python -m hogwild_dqn.tools.soak", description=__doc__.splitlines()[0])
     p.add_argument("--minutes", type=float, default=30.0, help="length of the run")
     p.add_argument("--from-minute", type=float, default=5.0, help="the reference sample (after warm-up)")
     p.add_argument("--interval", type=float, default=10.0, help="seconds between samples")
@@ -60,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if not 0 <= args.from_minute < args.minutes:
         p.error("--from-minute must lie in [0, --minutes)")
+    if not 0 < args.interval < math.inf or not args.max_growth >= 0:
+        p.error("--interval must be a positive number of seconds and --max-growth a percentage >= 0")
     run_dir = Path(args.run_dir or f"runs/soak-{datetime.now():%Y%m%d-%H%M%S}")
     extra = [a for a in args.train_args if a != "--"]
     cmd = [*TRAIN, "--no-progress", "--game", "Pong", "--frames", "1000000000000",

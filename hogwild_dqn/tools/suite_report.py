@@ -35,6 +35,7 @@ from hogwild_dqn.tools import (
     sessions_file,
     spread,
     suite_folder,
+    summary_at,
 )
 from hogwild_dqn.tools.machine import sessions_line
 
@@ -87,16 +88,16 @@ def read_summary(args: argparse.Namespace, name: str) -> dict | None:
     """A run's summary: its run dir's, else its record's (--record) once it has ended there."""
     summary = run_summary(args, name)
     if args.record and not (summary and done(summary)):
-        kept = read_json(args.record / f"{name}.json")
+        kept = summary_at(args.record / f"{name}.json")
         summary = kept if kept and done(kept) else summary
     return summary
 
 
 def run_summary(args: argparse.Namespace, name: str) -> dict | None:
     """A run dir's summary.json with the machine during each of its sessions (<run>.sessions.json) added."""
-    summary = read_json(args.logdir / name / "summary.json")
+    summary = summary_at(args.logdir / name / "summary.json")
     sessions = read_json(sessions_file(args.logdir / name)) if summary else None
-    return {**summary, "sessions": sessions} if sessions else summary
+    return {**summary, "sessions": sessions} if isinstance(sessions, list) and sessions else summary
 
 
 def read_scores(args: argparse.Namespace, algo: str | None = None) -> list[Score]:
@@ -121,7 +122,7 @@ def read_records(args: argparse.Namespace, folder: Path) -> tuple[str, list[Scor
     """Another suite's ended runs of this suite's games and seeds, from its records; and its algorithm."""
     scores, algos = [], set()
     for path in sorted(folder.glob("*.json")):
-        s = read_json(path)
+        s = summary_at(path)
         if not s or not done(s) or s.get("game") not in args.games or s.get("seed") not in args.seeds:
             continue
         algos.add(s["algo"])

@@ -1,0 +1,99 @@
+"""The tools' bad input: one line on stderr and exit status 2, as train.py's, with nothing written or lost; and files
+that are not a run's summary passed over, not read half-way."""
+
+import argparse
+import json
+import shutil
+
+import pytest
+
+from hogwild_dqn.tools import ablation, bench, curves, frontpage, report, soak
+from hogwild_dqn.tools.benchmark import keep
+from hogwild_dqn.tools.suite_report import run_name
+
+TOOLS = {"ablation": ablation.main, "bench": bench.main, "curves": curves.main, "frontpage": frontpage.main,
+         "report": report.main, "soak": soak.main}
+
+
+@pytest.mark.parametrize("name, args, message", [
+    *((name, ["--no-such-flag"], "unrecognized arguments: --no-such-flag") for name in TOOLS if name != "curves"),
+    ("curves", ["a.csv"], "the following arguments are required: --out"),
+    ("bench", ["--threads", "0"], "--threads, --envs, --repeats and --seconds must be positive"),
+    ("bench", ["--game", "Pongg"], "--game 'Pongg' is unknown; did you mean Pong"),
+    ("bench", ["--game", "CartPole-v1"], "--game CartPole-v1: bench measures ALE games"),
+    ("report", ["--score", "abc"], "argument --score: invalid float value: 'abc'"),
+    ("soak", ["--interval", "-1"], "--interval must be a positive number of seconds"),
+    ("ablation", ["--frames", "0"], "--frames, --eval-every and --threads must be positive"),
+])
+def test_a_tools_bad_flag_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys, name, args, message):
+    monkeypatch.chdir(tmp_path)  # a tool that wrongly went on would write here
+    assert TOOLS[name](args) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith(f"{name}: error: ") and captured.err.count("\n") == 1, captured.err
+    assert message in captured.err and captured.out == ""
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_bench_out_that_cannot_be_a_folder_is_told_before_any_measurement(tmp_path, capsys):
+    taken = tmp_path / "bench.md"
+    taken.write_text("an earlier table")
+    for out in (taken, taken / "sub"):
+        assert bench.main(["--game", "Pong", "--algos", "a3c", "--threads", "1", "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"bench: error: --out {out} cannot be a folder here") and err.count("\n") == 1
+    assert taken.read_text() == "an earlier table"
+
+
+def test_curves_into_a_folder_is_refused_in_one_line(tmp_path, capsys):
+    data = tmp_path / "a.csv"
+    data.write_text("frames,mean_return,wall_seconds\n1,2,3\n")
+    (tmp_path / "fig.png").mkdir()
+    assert curves.main([str(data), "--out", str(tmp_path / "fig.png")]) == 2
+    assert "needs an existing folder and a .png" in capsys.readouterr().err
+
+
+def test_the_reports_pass_over_what_is_not_a_runs_summary(tmp_path, cartpole_q1, capsys):
+    """A run dir whose config.yaml or summary.json is not one is said in a line and left out of the sweep's report;
+    the front page's table leaves out a record without a score's keys."""
+    shutil.copytree(cartpole_q1, tmp_path / "good")
+    for name, config, summary in (("bad-yaml", "game: [oops\n", None), ("list-yaml", "- a\n", None),
+                                  ("bad-json", None, '{"status": '), ("list-json", None, "[1]"),
+                                  ("empty-json", None, "{}")):
+        run = tmp_path / name
+        shutil.copytree(cartpole_q1, run)
+        if config:
+            (run / "config.yaml").write_text(config)
+        if summary:
+            (run / "summary.json").write_text(summary)
+    assert [r.path.name for r in report.read_runs(tmp_path)] == ["good"]
+    said = capsys.readouterr().err.splitlines()
+    assert len(said) == 5 and all(line.startswith("report: passed over ") for line in said)
+
+    records = tmp_path / "records"
+    records.mkdir()
+    good = json.loads((cartpole_q1 / "summary.json").read_text())
+    (records / "a.json").write_text(json.dumps(good))
+    (records / "b.json").write_text(json.dumps({"algo": "q1", "status": "finished", "final_eval": {}}))
+    (records / "c.json").write_text("[1]")
+    assert frontpage.finals(records, "q1") == {"CartPole-v1": [good["final_eval"]["mean_return"]]}
+
+
+def test_a_record_of_another_run_is_kept_not_overwritten(tmp_path, cartpole_q1, capsys):
+    """keep() writes an ended run's record; where the record is another run of the same name (its evaluations
+    are not continued by the run dir's), it is left as it was, and said."""
+    name = run_name("CartPole-v1", "q1", 1)
+    logdir, records = tmp_path / "runs", tmp_path / "records"
+    shutil.copytree(cartpole_q1, logdir / name)
+    args = argparse.Namespace(logdir=logdir, record=records)
+    keep(args, name)
+    summary = json.loads((logdir / name / "summary.json").read_text())
+    kept = json.loads((records / f"{name}.json").read_text())
+    assert kept["evals"] == summary["evals"] and kept["config"]["algo"] == "q1"
+    keep(args, name)  # the same run again: written again, unchanged
+    assert json.loads((records / f"{name}.json").read_text()) == kept
+    other = {**kept, "evals": [{**e, "mean_return": e["mean_return"] + 1} for e in kept["evals"]]}
+    (records / f"{name}.json").write_text(json.dumps(other))
+    keep(args, name)
+    assert json.loads((records / f"{name}.json").read_text()) == other
+    err = capsys.readouterr().err
+    assert "is kept as it is" in err and "holds another run" in err and err.count("\n") == 1
