@@ -93,7 +93,7 @@ def read_checkpoint(path: Path) -> dict:
     return ckpt
 
 
-def read_summary(path: Path) -> dict:
+def earlier_summary(path: Path) -> dict:
     """summary.json of a run being resumed; a one-line ConfigError where it is not a summary (the run's earlier
     sessions are in it: better to stop than to guess)."""
     try:
@@ -104,6 +104,11 @@ def read_summary(path: Path) -> dict:
     if not isinstance(summary, dict):
         raise ConfigError(f"{path} is not a run's summary (a JSON {type(summary).__name__}); move it aside to "
                           "resume from the checkpoint's own record of the run")
+    number = (int, float)
+    for key, kind in (("frames", int), ("wall_seconds", number), ("evals", list), ("final_eval", (dict, type(None)))):
+        if key in summary and (isinstance(summary[key], bool) or not isinstance(summary[key], kind)):
+            raise ConfigError(f"{path} is not a run's summary (its {key} is {summary[key]!r:.40}); move it aside to "
+                              "resume from the checkpoint's own record of the run")
     return summary
 
 
@@ -115,7 +120,7 @@ def resume_point(run_dir: Path, cfg) -> tuple[dict, dict]:
     run_dir = Path(run_dir)
     ckpt = load_checkpoint(run_dir / "checkpoint.pt", cfg.game, cfg.algo)
     summary_path = run_dir / "summary.json"
-    old = read_summary(summary_path) if summary_path.is_file() else {}
+    old = earlier_summary(summary_path) if summary_path.is_file() else {}
     # a run stopped during its final evaluation may be resumed with no frames to add: it plays that evaluation
     if int(ckpt["frames"]) >= cfg.frames and not (old and old.get("final_eval") is None):
         raise ConfigError(f"run {run_dir} already has {ckpt['frames']} frames; raise --frames to continue it")

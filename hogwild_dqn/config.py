@@ -464,7 +464,7 @@ def load(argv: list[str] | None = None, prog: str = "train.py",
     if resume is not None and ("config" in args or "run_dir" in args):
         given = "--config" if "config" in args else "--run-dir"
         raise ConfigError(f"--resume {resume} continues that run with its own config.yaml, in its own dir; {given} "
-                          "cannot change them (other flags can, e.g. --frames)")
+                          "cannot change them")
     if resume is not None:
         source = Path(resume) / "config.yaml"
     else:

@@ -315,7 +315,7 @@ def render_problem(cfg: Config) -> str | None:
 def emulator_fps(cfg: Config, seconds: float) -> float:
     """Frames/s of the bare ALE game (the figure beside every wall time): frame skip 4, random actions, no
     preprocessing, no learning."""
-    env = gym.make(f"ALE/{cfg.game}-v5", frameskip=cfg.frame_skip, repeat_action_probability=0.0)
+    env = gym.make(resolve(cfg.game)[1], frameskip=cfg.frame_skip, repeat_action_probability=0.0)
     env.reset(seed=0)
     steps, t0 = 0, time.perf_counter()
     while time.perf_counter() - t0 < seconds:

@@ -102,7 +102,7 @@ def test_bench_evaluator_plays_whole_rounds_of_games_for_each_row(tmp_path, caps
     assert "| the preset (--eval-envs 16) |" in out and "| --eval-envs 1 --final-eval-episodes 4 |" in out
     capsys.readouterr()
     assert main(["--evaluator", "--baseline", "HEAD"]) == 2
-    assert capsys.readouterr().err.strip() == ("error: --evaluator measures this tree's evaluator only: compare "
+    assert capsys.readouterr().err.strip() == ("bench: error: --evaluator measures this tree's evaluator only: compare "
                                                "with --with rows, not --baseline")
 
 

@@ -215,7 +215,8 @@ def test_the_runner_writes_checkpoint_pt_only_once_the_evaluator_is_gone(tmp_pat
 
 
 @pytest.mark.parametrize("text, message", [("{\"status\": ", "cannot be read"),
-                                           ("[1, 2]", "is not a run's summary (a JSON list)")])
+                                           ("[1, 2]", "is not a run's summary (a JSON list)"),
+                                           ('{"frames": null, "evals": []}', "(its frames is None)")])
 def test_a_resume_over_an_unreadable_summary_is_one_line_and_keeps_the_run(tmp_path, short_run, text, message):
     """summary.json holds the earlier sessions' record: one that cannot be read stops the resume in one line,
     with every file of the run as it was, rather than a traceback or a guess."""

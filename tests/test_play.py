@@ -108,4 +108,3 @@ def test_a_negative_seed_is_one_line_for_play_and_the_probe(cartpole_q1):
     assert proc.returncode == 2 and proc.stderr == "play: error: --seed must be an integer >= 0, got -1\n"
     probe = run_cmd([sys.executable, "-m", "hogwild_dqn.tools.probe", cartpole_q1, "--seed", "-1"], 120)
     assert probe.returncode == 2 and probe.stderr == "probe: error: --seed must be an integer >= 0, got -1\n"
-

@@ -75,6 +75,7 @@ def test_the_reports_pass_over_what_is_not_a_runs_summary(tmp_path, cartpole_q1,
     (records / "a.json").write_text(json.dumps(good))
     (records / "b.json").write_text(json.dumps({"algo": "q1", "status": "finished", "final_eval": {}}))
     (records / "c.json").write_text("[1]")
+    (records / "d.json").write_text(json.dumps({**good, "final_eval": {"episodes": 30}}))  # a score without its mean
     assert frontpage.finals(records, "q1") == {"CartPole-v1": [good["final_eval"]["mean_return"]]}
 
 
@@ -91,9 +92,20 @@ def test_a_record_of_another_run_is_kept_not_overwritten(tmp_path, cartpole_q1, 
     assert kept["evals"] == summary["evals"] and kept["config"]["algo"] == "q1"
     keep(args, name)  # the same run again: written again, unchanged
     assert json.loads((records / f"{name}.json").read_text()) == kept
+    (records / f"{name}.json").write_text(json.dumps({**kept, "evals": kept["evals"][:-1]}))
+    keep(args, name)  # the record of its first session, the run gone on since (resumed): the record follows it
+    assert json.loads((records / f"{name}.json").read_text()) == kept
     other = {**kept, "evals": [{**e, "mean_return": e["mean_return"] + 1} for e in kept["evals"]]}
     (records / f"{name}.json").write_text(json.dumps(other))
     keep(args, name)
     assert json.loads((records / f"{name}.json").read_text()) == other
     err = capsys.readouterr().err
     assert "is kept as it is" in err and "holds another run" in err and err.count("\n") == 1
+
+
+def test_the_bare_emulator_takes_the_game_as_train_does():
+    """bench and the suite's records time the emulator of the game as --game names it, in any of train's spellings."""
+    from hogwild_dqn.config import Config
+    from hogwild_dqn.envs import emulator_fps
+
+    assert all(emulator_fps(Config(game=game), 0.2) > 0 for game in ("pong", "ALE/Pong-v5", "Pong"))

@@ -1,6 +1,7 @@
 """Playing evaluation games: the evaluator's player (device, policy, env), whole games from the current weights,
 the best episode's GIF, and what a finished evaluation does (Recorder). Used by the evaluator process
-(evaluator.py) and, on a cluster, the Ray evaluator actor and the parameter holder."""
+(evaluator.py), on a cluster the Ray evaluator actor and the parameter holder, `hogwild-play` (play_episode) and
+`bench --evaluator`."""
 
 from __future__ import annotations
 

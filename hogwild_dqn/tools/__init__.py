@@ -3,7 +3,8 @@
 57-game estimate: atari5), the README's results table (frontpage), DQN's ablation (ablation), the memory soak (soak),
 curves from CSV (curves) and a trained network's internals (probe). Each is a command of its own (`python -m
 hogwild_dqn.tools.NAME`, or its make target / console command); none is imported by the trainer. What they share is
-here, once: how a tool starts a run, whether a run is done, how a number is shown, how a figure is drawn and saved."""
+here, once: how a tool starts a run and says a bad input (one_line_errors), whether a run is done, what a run's
+summary is (summary_at), how a number is shown, how a figure is drawn and saved."""
 
 import functools
 import json
@@ -19,7 +20,7 @@ from hogwild_dqn.config import ConfigError
 TRAIN = (sys.executable, "-m", "hogwild_dqn.train")
 
 
-def command(name: str):
+def one_line_errors(name: str):
     """A tool's main(argv) whose ConfigError (a bad flag from config.Parser, its p.error, a bad value found on the
     way) ends as train.py's: one line on stderr, `<name>: error: ...`, and exit status 2, never a traceback."""
 
@@ -99,7 +100,7 @@ def read_json(path: Path) -> dict | None:
         return None
 
 
-SUMMARY_KEYS = ("game", "algo", "seed", "status", "frames", "wall_seconds")  # every summary.json since the first
+SUMMARY_KEYS = ("game", "algo", "seed", "status", "frames", "wall_seconds")  # every summary.json of ours has them
 
 
 def summary_at(path: Path) -> dict | None:

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from hogwild_dqn.config import Parser
-from hogwild_dqn.tools import TRAIN, command, pyplot, resume_or_start, run_done, save, spread
+from hogwild_dqn.tools import TRAIN, one_line_errors, pyplot, resume_or_start, run_done, save, spread
 
 SETTINGS = {  # name -> (run dir name, train.py flags)
     "replay + target (DQN)": ("replay-target", []),
@@ -79,7 +79,7 @@ def plot(results: dict[str, list[dict]], out: Path) -> None:
     save(fig, out)
 
 
-@command("ablation")
+@one_line_errors("ablation")
 def main(argv: list[str] | None = None) -> int:
     p = Parser(prog="python -m hogwild_dqn.tools.ablation", description=__doc__.splitlines()[0])
     p.add_argument("--game", default="CartPole-v1")

@@ -47,12 +47,12 @@ import torch
 import torch.multiprocessing as mp
 
 from hogwild_dqn.algorithms import ALGORITHMS
-from hogwild_dqn.config import Config, Parser
+from hogwild_dqn.config import Config, ConfigError, Parser
 from hogwild_dqn.envs import emulator_fps, env_spec, resolve
 from hogwild_dqn.processes import Processes, worker_loop
 from hogwild_dqn.rundir import Run
 from hogwild_dqn.shared import new_shared_state
-from hogwild_dqn.tools import command
+from hogwild_dqn.tools import one_line_errors
 from hogwild_dqn.tools.bench_evaluator import measure_evaluator
 from hogwild_dqn.tools.bench_points import FINAL_EPS, bench_config, flag_overrides, out_folder, point_overrides
 
@@ -168,12 +168,12 @@ def point_in_tree(tree: Path, point: dict) -> tuple[float, float, list[str]]:
 
 
 def baseline_tree(ref: str, into: Path) -> str:
-    """Extract commit `ref` of this repository into `into`; return its short hash. A bad ref is one line."""
+    """Extract commit `ref` of this repository into `into`; return its short hash. A bad ref is a ConfigError."""
     root = Path(__file__).resolve().parents[2]
     rev = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "--verify", f"{ref}^{{commit}}"],
                          capture_output=True, text=True)
     if rev.returncode != 0:
-        raise ValueError(f"--baseline {ref!r} is not a commit of the repository at {root}")
+        raise ConfigError(f"--baseline {ref!r} is not a commit of the repository at {root}")
     archive = subprocess.run(["git", "-C", str(root), "archive", rev.stdout.strip()], capture_output=True, check=True)
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
     return rev.stdout.strip()
@@ -227,7 +227,7 @@ def table(cores: int, emu: float, results: list[dict], frame_skip: int) -> str:
     return "\n".join(lines)
 
 
-@command("bench")
+@one_line_errors("bench")
 def main(argv: list[str] | None = None) -> int:
     p = Parser(prog="python -m hogwild_dqn.tools.bench", description=__doc__.splitlines()[0])
     p.add_argument("--game", default="Pong")
@@ -256,11 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     if not resolve(args.game)[0]:  # an unknown game: its one line, with close names
         p.error(f"--game {args.game}: bench measures ALE games, beside their bare emulator")
     torch.set_num_threads(1)
-    try:
-        args.variants = [(flags, flag_overrides(flags, args.game, args.algos, args.envs)) for flags in args.variants]
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    args.variants = [(flags, flag_overrides(flags, args.game, args.algos, args.envs)) for flags in args.variants]
     if args.profile is not None:
         if args.profile < 1:
             p.error("--profile must be a positive number of frames")
@@ -271,22 +267,16 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.evaluator:
         if args.baseline is not None:
-            print("error: --evaluator measures this tree's evaluator only: compare with --with rows, not --baseline",
-                  file=sys.stderr)
-            return 2
+            p.error("--evaluator measures this tree's evaluator only: compare with --with rows, not --baseline")
         return measure_evaluator(args)
     with tempfile.TemporaryDirectory(prefix="hogwild_dqn-baseline-") as tmp:
         baseline = None
         if args.baseline is not None:
-            try:
-                baseline = baseline_tree(args.baseline, Path(tmp))
-            except ValueError as e:
-                print(f"error: {e}", file=sys.stderr)
-                return 2
+            baseline = baseline_tree(args.baseline, Path(tmp))
         try:
             return measure(args, Path(tmp) if baseline else None, baseline)
         except RuntimeError as e:  # a point's workers died, or the baseline's code failed: its last line
-            print(f"error: {e}", file=sys.stderr)
+            print(f"bench: error: {e}", file=sys.stderr)
             return 1
 
 

@@ -32,21 +32,21 @@ def point_overrides(label: str) -> dict:
 
 def flag_overrides(flags: str, game: str, algos: list[str], envs: list[int]) -> dict:
     """The config values of --with's train.py flags, checked against every point's config: a flag that is not
-    train.py's, one the benchmark sets or ignores, or a value the config refuses, is a ValueError of one line."""
+    train.py's, one the benchmark sets or ignores, or a value the config refuses, is a ConfigError of one line."""
     try:
         values = vars(build_parser("--with").parse_args(shlex.split(flags)))
     except ConfigError as e:  # the parser's errors: one line
-        raise ValueError(f"--with {flags!r}: {first_line(e)}") from None
+        raise ConfigError(f"--with {flags!r}: {first_line(e)}") from None
     fixed = {"config", "resume", "game", "algo", "envs_per_worker", "threads", "frames", "max_restarts", "eval_every",
              "logdir", "run_dir"}
     if taken := fixed & set(values):
-        raise ValueError(f"--with {flags!r}: the benchmark sets {', '.join(sorted(taken))} itself")
+        raise ConfigError(f"--with {flags!r}: the benchmark sets {', '.join(sorted(taken))} itself")
     for algo in algos:
         for e in envs:
             try:
                 Config(**{**bench_config(game, algo, e, {}).to_dict(), **values}).validate()
             except (ConfigError, TypeError) as err:
-                raise ValueError(f"--with {flags!r} on {algo} x{e} games: {first_line(err)}") from None
+                raise ConfigError(f"--with {flags!r} on {algo} x{e} games: {first_line(err)}") from None
     return values
 
 

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from hogwild_dqn.config import Parser
-from hogwild_dqn.tools import command, pyplot, read_json, save
+from hogwild_dqn.tools import one_line_errors, pyplot, read_json, save
 
 NEEDED = ("frames", "wall_seconds", "mean_return")
 
@@ -89,7 +89,7 @@ def draw(inputs: list[tuple[Path, str]], out: Path, x: str, by: str | None, line
     return len(lines)
 
 
-@command("curves")
+@one_line_errors("curves")
 def main(argv: list[str] | None = None) -> int:
     p = Parser(prog="python -m hogwild_dqn.tools.curves", description=__doc__.splitlines()[0])
     p.add_argument("csv", nargs="+",

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from hogwild_dqn.config import Parser
-from hogwild_dqn.tools import command, done, suite_folder, summary_at
+from hogwild_dqn.tools import done, one_line_errors, suite_folder, summary_at
 from hogwild_dqn.tools.suites import SEEDS, SIX, SUITES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -116,7 +116,7 @@ def replace(readme: str, block: str) -> str:
     return f"{head}{START}\n{block}\n{END}{rest.split(END, 1)[1]}"
 
 
-@command("frontpage")
+@one_line_errors("frontpage")
 def main(argv: list[str] | None = None) -> int:
     p = Parser(prog="python -m hogwild_dqn.tools.frontpage", description=__doc__.splitlines()[0])
     p.add_argument("--check", action="store_true", help="exit 1 if README.md's table differs from the records'")

@@ -18,7 +18,7 @@ import yaml
 
 from hogwild_dqn.config import Parser, variant
 from hogwild_dqn.evaluation.scores import is_periodic
-from hogwild_dqn.tools import command, ended, fmt, pyplot, save, summary_at
+from hogwild_dqn.tools import ended, fmt, one_line_errors, pyplot, save, summary_at
 
 # Reference scores for the speedup table when --score is not given (CartPole: the classic "solved" mark;
 # Atari: scores the paper's 16-thread agents passed early in training).
@@ -215,7 +215,7 @@ def write_report(logdir: Path, score: float | None) -> Path:
     return out
 
 
-@command("report")
+@one_line_errors("report")
 def main(argv: list[str] | None = None) -> int:
     p = Parser(prog="python -m hogwild_dqn.tools.report", description=__doc__.splitlines()[0])
     p.add_argument("--logdir", default="runs", help="log root holding the run dirs (default: runs)")
