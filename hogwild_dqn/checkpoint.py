@@ -104,8 +104,8 @@ def earlier_summary(path: Path) -> dict:
     if not isinstance(summary, dict):
         raise ConfigError(f"{path} is not a run's summary (a JSON {type(summary).__name__}); move it aside to "
                           "resume from the checkpoint's own record of the run")
-    number = (int, float)
-    for key, kind in (("frames", int), ("wall_seconds", number), ("evals", list), ("final_eval", (dict, type(None)))):
+    for key, kind in (("frames", int), ("wall_seconds", (int, float)), ("evals", list),
+                      ("final_eval", (dict, type(None)))):
         if key in summary and (isinstance(summary[key], bool) or not isinstance(summary[key], kind)):
             raise ConfigError(f"{path} is not a run's summary (its {key} is {summary[key]!r:.40}); move it aside to "
                               "resume from the checkpoint's own record of the run")

@@ -461,11 +461,11 @@ def load(argv: list[str] | None = None, prog: str = "train.py",
     args = vars(parser.parse_args(argv))
     resume = args.pop("resume", None)
     cfg = Config()
-    if resume is not None and ("config" in args or "run_dir" in args):
-        given = "--config" if "config" in args else "--run-dir"
-        raise ConfigError(f"--resume {resume} continues that run with its own config.yaml, in its own dir; {given} "
-                          "cannot change them")
     if resume is not None:
+        if "config" in args or "run_dir" in args:
+            given = "--config" if "config" in args else "--run-dir"
+            raise ConfigError(f"--resume {resume} continues that run with its own config.yaml, in its own dir; "
+                              f"{given} cannot change them")
         source = Path(resume) / "config.yaml"
     else:
         source = Path(args.pop("config", None) or default_preset(args.get("game", cfg.game), args.get("algo"),

@@ -31,6 +31,7 @@ from hogwild_dqn.envs import make_env
 from hogwild_dqn.evaluation.policy import load_policy
 from hogwild_dqn.metrics import feature_spread
 from hogwild_dqn.networks import is_recurrent
+from hogwild_dqn.tools import one_line_errors
 
 
 def gates(lstm: torch.nn.LSTMCell, x: torch.Tensor, h: torch.Tensor) -> tuple[torch.Tensor, ...]:
@@ -109,22 +110,19 @@ def probe(run_dir: Path, steps: int, best: bool, seed: int) -> dict:
     return out
 
 
+@one_line_errors("probe")
 def main(argv: list[str] | None = None) -> int:
     p = Parser(prog="python -m hogwild_dqn.tools.probe", description=__doc__.splitlines()[0])
     p.add_argument("run_dir", type=Path)
     p.add_argument("--steps", type=int, default=400, help="agent steps to play (default 400)")
     p.add_argument("--best", action="store_true", help="best.pt's weights rather than the last (checkpoint.pt)")
     p.add_argument("--seed", type=int, default=0)
-    try:
-        args = p.parse_args(argv)
-        if args.steps < 2:
-            raise ConfigError(f"--steps must be at least 2, got {args.steps}")
-        if args.seed < 0:
-            raise ConfigError(f"--seed must be an integer >= 0, got {args.seed}")
-        r = probe(args.run_dir, args.steps, args.best, args.seed)
-    except ConfigError as e:
-        print(f"probe: error: {e}", file=sys.stderr)
-        return 2
+    args = p.parse_args(argv)
+    if args.steps < 2:
+        raise ConfigError(f"--steps must be at least 2, got {args.steps}")
+    if args.seed < 0:
+        raise ConfigError(f"--seed must be an integer >= 0, got {args.seed}")
+    r = probe(args.run_dir, args.steps, args.best, args.seed)
     print(f"{r['source']} ({r['frames']:,} frames), {r['steps']} steps of a game")
     print(f"torso: mean {r['torso_mean']:.3f}, largest {r['torso_max']:.2f}, variation over time "
           f"{r['torso_variation']:.4f} against size {r['torso_size']:.4f} (ratio "
