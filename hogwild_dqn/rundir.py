@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import fcntl
 import math
+import os
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -23,7 +25,7 @@ def new_run_dir(cfg: Config, threads: int) -> Path:
         path = root / (base if i == 1 else f"{base}-{i}")
         try:
             path.mkdir(parents=True)
-            return path
+            return hold(path)
         except FileExistsError:
             continue
         except OSError as e:
@@ -37,6 +39,7 @@ def prepare_run_dir(cfg: Config, threads: int, resume: str | None) -> Path:
         path = Path(resume)
         if not (path / "checkpoint.pt").is_file():
             raise ConfigError(f"cannot resume {path}: {path / 'checkpoint.pt'} does not exist")
+        hold(path)
         for stale in path.glob(".*.tmp"):  # a write that was killed half-way; the real file is intact
             stale.unlink()
         return path
@@ -52,7 +55,41 @@ def prepare_run_dir(cfg: Config, threads: int, resume: str | None) -> Path:
         (path / ".write-test").unlink()
     except OSError as e:
         raise ConfigError(f"run dir {path} is not writable: {e.strerror}") from None
+    return hold(path)
+
+
+_HELD: list[int] = []  # the open descriptors of the run dirs this process holds: a hold lasts while one is open
+
+
+def hold(path: Path) -> Path:
+    """Hold `path` for this session: a second session in the same run dir (a train orphaned by its suite and
+    still running, a resume started twice) would overwrite the first one's checkpoint and summary. The hold is
+    the kernel's lock on the directory itself (flock): it writes nothing into the run, and it ends with the
+    process, however that ends. Children spawned later do not inherit it."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise ConfigError(f"run dir {path} is in use by another session (a train still running in it); "
+                          "stop that one or let it end, then resume") from None
+    _HELD.append(fd)
     return path
+
+
+def in_use(path: Path) -> bool:
+    """Whether another process holds the run dir `path` (see hold)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # closing also lets go of a lock it took
 
 
 def no_prior() -> dict:

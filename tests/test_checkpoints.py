@@ -5,6 +5,7 @@ import os
 import re
 import shutil
 import signal
+import sys
 import time
 
 import pytest
@@ -14,7 +15,9 @@ import yaml
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from hogwild_dqn.checkpoint import atomic_save
-from tests.conftest import read_summary, run_train, spawned_children, start_train
+from hogwild_dqn.config import ConfigError
+from hogwild_dqn.tools import resume_or_start
+from tests.conftest import ROOT, read_summary, run_train, spawned_children, start, start_train
 
 
 @pytest.fixture(scope="module")
@@ -228,3 +231,29 @@ def test_a_resume_over_an_unreadable_summary_is_one_line_and_keeps_the_run(tmp_p
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert message in proc.stderr and "move it aside" in proc.stderr and "Traceback" not in proc.stderr
     assert {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()} == before
+
+
+def test_a_run_dir_holds_one_session_at_a_time(tmp_path, short_run):
+    """A second session in a run dir a train still runs in (a resume started twice; a train orphaned by its suite,
+    found by the next suite) is refused in one line before it touches a file; the suite neither resumes such a
+    dir nor sets it aside. Once the first session ends, the run resumes as any other."""
+    run = tmp_path / "run"
+    shutil.copytree(short_run, run)
+    earlier = set(run.glob("events.out.tfevents.*"))
+    first = start([sys.executable, ROOT / "train.py", "--no-progress", "--resume", run, "--frames", 10**9])
+    deadline = time.time() + 120
+    while not set(run.glob("events.out.tfevents.*.worker0")) - earlier and time.time() < deadline:
+        time.sleep(0.3)
+    writing = run / ".checkpoint.pt.1.tmp"
+    writing.write_bytes(b"the first session's write, half-way")
+    second = run_train("--resume", run, timeout=120)
+    assert second.returncode == 2 and len(second.stderr.strip().splitlines()) == 1, second.stderr
+    assert f"run dir {run} is in use by another session" in second.stderr and writing.exists()
+    with pytest.raises(ConfigError, match="is in use by another session"):
+        resume_or_start(run, ["start"])
+    assert run.is_dir() and not list(tmp_path.glob("run.cut-*"))
+    writing.unlink()
+    first.send_signal(signal.SIGTERM)
+    first.communicate(timeout=120)
+    assert first.returncode == 143
+    assert resume_or_start(run, ["start"])[-3:] == ["--resume", str(run), "--no-progress"]

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from hogwild_dqn.config import ConfigError
+from hogwild_dqn.rundir import in_use
 
 # How a tool starts a training run: the trainer's own command, from the current directory (so relative --logdir
 # and --run-dir mean what the user meant), a checkout or an installed package alike.
@@ -47,7 +48,11 @@ def sessions_file(run: Path) -> Path:
 def resume_or_start(run: Path, start: list[str]) -> list[str]:
     """The command that brings the run in `run` to its end: resume it from its checkpoint (a run that was cut),
     else `start` it, with a dir cut before its first checkpoint set aside as <run>.cut-<time>, and the sessions
-    of that attempt with it: the run that starts owes them nothing, its record must not count them."""
+    of that attempt with it: the run that starts owes them nothing, its record must not count them. A run dir
+    a train still holds (one orphaned by an earlier suite) is neither resumed nor set aside: ConfigError."""
+    if in_use(run):
+        raise ConfigError(f"run dir {run} is in use by another session (a train still running in it, perhaps "
+                          "an earlier suite's); stop that one or let it end, then start again")
     if (run / "checkpoint.pt").is_file():
         return [*TRAIN, "--resume", str(run), "--no-progress"]
     cut = run.with_name(f"{run.name}.cut-{int(time.time())}")

@@ -135,14 +135,22 @@ def say(args: argparse.Namespace, text: str) -> None:
             raise write_failed(folder / "chain.log", e, "the lines written before are kept") from None
 
 
+FORWARD = {signal.SIGHUP: signal.SIGTERM}  # the signals train() hands on as another
+
+
 def train(cmd: list[str], log: Path) -> int:
-    """Run one run's command to its end, its output appended to `log`. Ctrl-C and SIGTERM are handed to it once
-    each (it runs in a session of its own, so a terminal's Ctrl-C does not reach it twice) and it stops as a run
-    does: its checkpoint and summary written, ready to be resumed."""
+    """Run one run's command to its end, its output appended to `log`. Ctrl-C, SIGTERM and SIGHUP (as SIGTERM)
+    are handed to it once each (it runs in a session of its own, so a terminal's Ctrl-C does not reach it twice)
+    and it stops as a run does: its checkpoint and summary written, ready to be resumed."""
     with log.open("a") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    handlers = {sig: signal.signal(sig, lambda signum, frame: proc.send_signal(signum))
-                for sig in (signal.SIGINT, signal.SIGTERM)}
+    # a hang-up (the terminal closed) stops the run as SIGTERM does; left to kill the suite alone, it would
+    # leave the train running on, orphaned, in a run dir the next suite wants to resume. Under nohup (SIGHUP
+    # ignored) it stays ignored.
+    nohup = signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+    signals = (signal.SIGINT, signal.SIGTERM) if nohup else (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    handlers = {sig: signal.signal(sig, lambda signum, frame: proc.send_signal(FORWARD.get(signum, signum)))
+                for sig in signals}
     try:
         rc = proc.wait()
     finally:
@@ -275,6 +283,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         p.error(f"--published {args.published}: no such file")
     if args.published is None and published.PUBLISHED.is_file() and all(resolve(g)[0] for g in args.games):
         args.published = published.PUBLISHED
+    if args.published is not None and (bad := published.problem(args.published)):
+        p.error(f"--published: {bad}")
     if min(args.frames, args.threads, args.reps) < 1 or len(set(args.seeds)) != len(args.seeds):
         p.error("--frames, --threads and --reps must be positive and --seeds distinct")
     return args

@@ -24,6 +24,38 @@ class Published:
     runs: int
 
 
+COLUMNS = {"game", "algorithm", "score", "seeds", "protocol", "source"}  # what read() takes from each file
+SEED_COLUMNS = {"game", "algorithm", "score"}
+
+
+def problem(path: Path) -> str | None:
+    """Why `path` (with its _seeds file beside it) cannot be read as published scores; None if it can. Asked
+    before a suite runs, so that a bad file is told in one line then, not after hours of runs."""
+    seeds = path.with_name(path.stem + "_seeds.csv")
+    for file, needed, numbers in ((path, COLUMNS, ("score", "seeds")), (seeds, SEED_COLUMNS, ("score",))):
+        if file == path or file.is_file():
+            try:
+                with file.open(newline="", encoding="utf-8") as f:
+                    reader = csv.DictReader(f)
+                    header, rows = set(reader.fieldnames or ()), list(reader)
+            except (OSError, UnicodeDecodeError, csv.Error) as e:
+                return f"{file} cannot be read as CSV ({e})"
+            if missing := needed - header:
+                return f"{file} lacks the column(s) {', '.join(sorted(missing))}"
+            if any(None in r or None in r.values() or not all(_number(r[k]) for k in numbers) for r in rows):
+                return (f"{file}: a row with more or fewer fields than its header, or a {' or '.join(numbers)} that "
+                        "is not a number")
+    return None
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
+
+
 def read(path: Path, games: list[str]) -> list[Published]:
     """The algorithms of `path` (and of its _seeds file beside it) that have every one of `games`, in file order."""
     rows = list(csv.DictReader(path.open()))
