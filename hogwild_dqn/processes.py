@@ -46,8 +46,14 @@ def run_child(name: str, report, fn, *args) -> None:
         report.send(("error", f"{name}: {e}"))
         raise SystemExit(WRITE_FAILED) from None
     except BaseException:
-        report.send(("error", traceback.format_exc()))
+        report.send(("error", _bounded(traceback.format_exc())))
         raise SystemExit(FAILED) from None
+
+
+def _bounded(text: str, limit: int = 8_000) -> str:
+    """A child's error text, cut in its middle to fit a pipe: the runner reads a worker's pipe only once it has
+    exited, and a send larger than the pipe's buffer (64 KiB) would block the worker from exiting for good."""
+    return text if len(text) <= limit else f"{text[:limit // 4]}\n[...]\n{text[-(limit * 3 // 4):]}"
 
 
 # The workers' loops, by the name an ALGORITHMS row gives (the table stays torch-free for config.py): imported

@@ -354,3 +354,28 @@ def test_the_run_files_and_event_writers_on_a_full_disk(small_disk, capfd):
     with pytest.raises(WriteFailed, match=r"cannot write .*events\.out\.tfevents\..*\.runner: No space left"):
         make_writer(small_disk, "runner")
     assert "Traceback" not in capfd.readouterr().err
+
+
+def _fail_with(size: int) -> None:
+    raise ValueError("x" * size)
+
+
+def test_a_child_whose_traceback_outgrows_its_pipe_still_exits_and_says_why():
+    """The runner reads a worker's pipe once the worker has exited: a traceback larger than the pipe's buffer
+    (64 KiB) must not leave the worker blocked in its send, alive for good, with the run waiting on it."""
+    import torch.multiprocessing as mp
+
+    from hogwild_dqn.exits import FAILED
+    from hogwild_dqn.processes import run_child
+
+    ctx = mp.get_context("spawn")
+    recv, send = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=run_child, args=("worker0", send, _fail_with, 1_000_000))
+    child.start()
+    child.join(timeout=60)
+    alive = child.is_alive()
+    if alive:
+        child.kill()
+    assert not alive and child.exitcode == FAILED
+    kind, text = recv.recv()
+    assert kind == "error" and text.startswith("Traceback") and "ValueError: xxx" in text and len(text) < 10_000

@@ -18,10 +18,11 @@ from hogwild_dqn.rundir import Run
 from hogwild_dqn.shared import WORKERS_DONE, SharedState, all_finite
 
 
-def _report(run: Run, result: dict, frames: int, device, report, history: list) -> dict:
-    """Send an evaluation of the weights at `frames` to the runner, and keep it for checkpoint.pt."""
+def _point(run: Run, result: dict, frames: int, device, history: list) -> dict:
+    """An evaluation of the weights at `frames`, kept for checkpoint.pt. The runner hears of it only once the
+    files it implies are written (best.pt at a new best; checkpoint.pt for a confirmation): it takes a restarted
+    evaluator's best, and a held confirmation's checkpoint, from what it heard."""
     point = {"frames": frames, "wall_seconds": round(time.time() - run.clock0, 2), "device": device.type, **result}
-    report.send(("eval", point))
     history.append(eval_record(point))
     return point
 
@@ -55,18 +56,21 @@ def run_evaluator(run: Run, shared: SharedState, best: float, evals: list, repor
             policy.net.load_state_dict(state["model"])
             games = cfg.final_eval_episodes if final else cfg.eval_episodes
             result = {"final": final, **play_games(policy, envs, games, alive)}
-            point = _report(run, result, frames, device, report, history)
+            point = _point(run, result, frames, device, history)
             new_best = cfg.video_steps and recorder.is_new_best(result)
             gif = best_episode_gif(policy, cfg, frames, alive) if new_best else None
             recorder.record(result, frames, lambda best, state=state: {**state, "best_eval_return": best}, gif)
+            report.send(("eval", point))
             if needs_confirmation(result, cfg.stop_return):  # the same weights, over as many games as a final one
                 result = confirmation(play_games(policy, envs, cfg.final_eval_episodes, alive), cfg.stop_return)
-                point = _report(run, result, frames, device, report, history)
+                point = _point(run, result, frames, device, history)
                 recorder.record(result, frames, lambda best: {})
                 final = result["final"]  # held: these weights are the run's last, and their games its score
             if not final or result.get("confirmation"):  # else the runner writes the final checkpoint itself
                 atomic_save({**state, "best_eval_return": recorder.best, "evals": history,
                              "wall_seconds": point["wall_seconds"]}, run.run_dir / "checkpoint.pt")
+            if result.get("confirmation"):
+                report.send(("eval", point))
             late = points_skipped(frames, shared.frames(), cfg.eval_every)
             if late and not final:
                 print(f"evaluator: {late} evaluation point(s) skipped: evaluating took longer than --eval-every "
