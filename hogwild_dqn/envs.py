@@ -271,6 +271,9 @@ def make_env(cfg: Config, seed: int, for_eval: bool, render: bool = False) -> gy
                 raise ConfigError(f"--game {cfg.game!r} needs MuJoCo: make install-mujoco "
                                   "(pip install -r requirements-mujoco.txt)") from None
             raise ConfigError(f"--game {cfg.game!r}: {first_line(e)}") from None
+        except ImportError as e:  # an env of a package whose own dependency is absent (gymnasium's jax ones)
+            raise ConfigError(f"--game {cfg.game!r} needs {e.name or 'a package that is not installed'}, "
+                              "which is not installed") from None
         if isinstance(env.action_space, gym.spaces.Box):
             env = ClipAction(env)  # the policy's Gaussian is unbounded; its draws are clipped only here
         if not for_eval and cfg.reward_normalize:
@@ -341,8 +344,9 @@ def env_spec(cfg: Config) -> EnvSpec:
             raise ConfigError(why)
         if is_atari and cfg.reward_normalize:
             raise ConfigError("--reward-normalize is for vector tasks; Atari's rewards are clipped (--clip-rewards)")
-        if not is_atari and len(obs_space.shape) != 1:
-            raise ConfigError(f"--game {cfg.game!r} has observations of shape {obs_space.shape}; "
+        if not is_atari and (obs_space.shape is None or len(obs_space.shape) != 1):
+            form = f"shape {obs_space.shape}" if obs_space.shape is not None else f"no shape ({obs_space})"
+            raise ConfigError(f"--game {cfg.game!r} has observations of {form}; "
                               "non-Atari games need flat vector observations")
         n = int(act_space.n) if kind == "Discrete" else int(act_space.shape[0])
         return EnvSpec(env_id, is_atari, tuple(obs_space.shape), n, cfg.frame_skip if is_atari else 1,

@@ -59,6 +59,22 @@ def warm(memory_size: int, cfg, threads: int, frames_per_step: int) -> bool:
     return memory_size * frames_per_step * threads >= cfg.learning_starts
 
 
+FULL = 0.95  # a full memory holds a little under --replay-size: transitions whose frames left the ring go first
+
+
+def never_warm(cfg, spec, threads: int) -> str | None:
+    """Why the workers' memories could never hold --learning-starts (they would play every frame and learn from
+    none, and the run would still end "finished"); None if they can, or the algorithm keeps no memory."""
+    if not ALGORITHMS[cfg.algo].replay:
+        return None
+    room = int(FULL * cfg.replay_size) * spec.frames_per_step * threads
+    if warm(int(FULL * cfg.replay_size), cfg, threads, spec.frames_per_step):
+        return None
+    return (f"--learning-starts {cfg.learning_starts:,} frames is more than {threads} replay memor"
+            f"{'y' if threads == 1 else 'ies'} of --replay-size {cfg.replay_size:,} transitions can be relied on to "
+            f"hold ({room:,} frames): the workers would never learn; lower --learning-starts or raise --replay-size")
+
+
 class Replay:
     """The DQN loop body: one env step into this worker's memory, then (every --train-every steps, once the
     memory is warm) one minibatch update."""

@@ -20,6 +20,7 @@ from hogwild_dqn.evaluation.scores import confirmed, ending, last_line, make_sum
 from hogwild_dqn.exits import FAILED
 from hogwild_dqn.files import WriteFailed
 from hogwild_dqn.processes import Processes, stop_resource_tracker, watch
+from hogwild_dqn.replay_worker import never_warm
 from hogwild_dqn.rundir import Run, no_prior, prepare_run_dir
 from hogwild_dqn.shared import all_finite, new_shared_state
 
@@ -29,6 +30,8 @@ def run(cfg: Config, resume: str | None = None) -> int:
     evaluation was cut, stopped by a signal)."""
     spec = env_spec(cfg)
     threads = cfg.resolved_threads()
+    if unlearnable := never_warm(cfg, spec, threads):
+        raise ConfigError(unlearnable)
     too_big = memory.check(cfg, spec, threads, psutil.virtual_memory().available)
     if too_big and not cfg.force:  # before anything is written or started
         raise ConfigError(too_big)

@@ -21,6 +21,9 @@ TOOLS = {"ablation": ablation.main, "bench": bench.main, "curves": curves.main, 
     ("bench", ["--threads", "0"], "--threads, --envs, --repeats and --seconds must be positive"),
     ("bench", ["--game", "Pongg"], "--game 'Pongg' is unknown; did you mean Pong"),
     ("bench", ["--game", "CartPole-v1"], "--game CartPole-v1: bench measures ALE games"),
+    ("bench", ["--seconds", "inf"], "--seconds must be positive (and --seconds finite)"),
+    ("bench", ["--warmup", "nan"], "--warmup must be a finite number of seconds, 0 or more"),
+    ("bench", ["--with", '"--lr'], "--with '\"--lr': No closing quotation"),
     ("report", ["--score", "abc"], "argument --score: invalid float value: 'abc'"),
     ("soak", ["--interval", "-1"], "--interval must be a positive number of seconds"),
     ("ablation", ["--frames", "0"], "--frames, --eval-every and --threads must be positive"),
@@ -50,6 +53,9 @@ def test_curves_into_a_folder_is_refused_in_one_line(tmp_path, capsys):
     (tmp_path / "fig.png").mkdir()
     assert curves.main([str(data), "--out", str(tmp_path / "fig.png")]) == 2
     assert "needs an existing folder and a .png" in capsys.readouterr().err
+    # a folder no one may write into, root included (sysfs's top): the figure's failed write is one line too
+    assert curves.main([str(data), "--out", "/sys/fig.png"]) == 2
+    assert capsys.readouterr().err == "curves: error: cannot write /sys/fig.png: Permission denied\n"
 
 
 def test_the_reports_pass_over_what_is_not_a_runs_summary(tmp_path, cartpole_q1, capsys):
@@ -109,3 +115,16 @@ def test_the_bare_emulator_takes_the_game_as_train_does():
     from hogwild_dqn.envs import emulator_fps
 
     assert all(emulator_fps(Config(game=game), 0.2) > 0 for game in ("pong", "ALE/Pong-v5", "Pong"))
+
+
+def test_a_published_file_without_its_columns_is_told_before_the_suite_runs(tmp_path, monkeypatch, capsys):
+    from hogwild_dqn.tools import benchmark
+
+    monkeypatch.chdir(tmp_path)
+    scores = tmp_path / "scores.csv"
+    scores.write_text("game,score\nPong,1\n")
+    assert benchmark.main(["--games", "Pong", "--seeds", "1", "--published", str(scores)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("benchmark: error: --published: ") and err.count("\n") == 1, err
+    assert "lacks the column(s) algorithm, protocol, seeds, source" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["scores.csv"]

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -158,8 +159,13 @@ def point_in_tree(tree: Path, point: dict) -> tuple[float, float, list[str]]:
     in `tree`, in a fresh process."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
     script = DRIVER % (START_SECONDS, inspect.getsource(workers_fps), inspect.getsource(counted_rates))
-    done = subprocess.run([sys.executable, "-c", script, json.dumps(point)], cwd=tree, env=env, capture_output=True,
-                          text=True, timeout=2 * START_SECONDS + point["warmup"] + 4 * point["seconds"] + 60)
+    limit = 2 * START_SECONDS + point["warmup"] + 4 * point["seconds"] + 60
+    try:
+        done = subprocess.run([sys.executable, "-c", script, json.dumps(point)], cwd=tree, env=env,
+                              capture_output=True, text=True, timeout=limit)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"the point {point['algo']} x{point['threads']} did not end within {limit:.0f} s in "
+                           f"{tree}") from None
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise RuntimeError(f"the point {point['algo']} x{point['threads']} failed in {tree}: {last}")
@@ -251,8 +257,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="instead of the workers: the evaluator's games, frames/s of each row (see above)")
     p.add_argument("--out", default=None, help="folder for bench.md and bench.json (default runs/bench-<time>)")
     args = p.parse_args(argv)
-    if min(args.threads) < 1 or min(args.envs) < 1 or args.repeats < 1 or args.seconds <= 0:
-        p.error("--threads, --envs, --repeats and --seconds must be positive")
+    if min(args.threads) < 1 or min(args.envs) < 1 or args.repeats < 1 or not 0 < args.seconds < math.inf:
+        p.error("--threads, --envs, --repeats and --seconds must be positive (and --seconds finite)")
+    if not 0 <= args.warmup < math.inf:
+        p.error("--warmup must be a finite number of seconds, 0 or more")
     if not resolve(args.game)[0]:  # an unknown game: its one line, with close names
         p.error(f"--game {args.game}: bench measures ALE games, beside their bare emulator")
     torch.set_num_threads(1)

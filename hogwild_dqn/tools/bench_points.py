@@ -35,7 +35,7 @@ def flag_overrides(flags: str, game: str, algos: list[str], envs: list[int]) -> 
     train.py's, one the benchmark sets or ignores, or a value the config refuses, is a ConfigError of one line."""
     try:
         values = vars(build_parser("--with").parse_args(shlex.split(flags)))
-    except ConfigError as e:  # the parser's errors: one line
+    except (ConfigError, ValueError) as e:  # the parser's errors, and shlex's (an unclosed quote): one line
         raise ConfigError(f"--with {flags!r}: {first_line(e)}") from None
     fixed = {"config", "resume", "game", "algo", "envs_per_worker", "threads", "frames", "max_restarts", "eval_every",
              "logdir", "run_dir"}

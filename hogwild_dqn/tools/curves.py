@@ -31,6 +31,8 @@ def read_csv(path: Path) -> list[dict]:
             return list(csv.DictReader(line for line in f if not line.startswith("#")))
     except (UnicodeDecodeError, csv.Error) as e:
         raise CurvesError(f"{path} is not a readable CSV ({e})") from None
+    except OSError as e:  # missing, unreadable, a folder
+        raise CurvesError(f"cannot read {path}: {e.strerror}") from None
 
 
 def read_record(path: Path) -> list[dict]:
@@ -85,7 +87,10 @@ def draw(inputs: list[tuple[Path, str]], out: Path, x: str, by: str | None, line
     ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
-    save(fig, out)
+    try:
+        save(fig, out)
+    except OSError as e:  # a read-only folder, a full disk
+        raise CurvesError(f"cannot write {out}: {e.strerror}") from None
     return len(lines)
 
 
