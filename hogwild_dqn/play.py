@@ -95,6 +95,14 @@ class VideoWriter:
             self.writer.close()
             self.tmp.replace(self.path)
 
+    def abandon(self) -> None:
+        """A game cut short (Ctrl-C, an error): its part of a video is dropped, play.mp4 stays as it was."""
+        try:
+            self.writer.close()
+        except (OSError, RuntimeError):
+            pass  # ffmpeg already gone: the part-video is dropped all the same
+        self.tmp.unlink(missing_ok=True)
+
 
 def _disk_full(folder: Path) -> bool:
     """Whether the filesystem of `folder` has no room left (ffmpeg's own error does not reach us as an errno)."""
@@ -133,10 +141,13 @@ def play(run_dir: Path, episodes: int, device: str, seed: int | None, video: boo
                 recorder = VideoWriter(policy.source.parent / "play.mp4", fps)
             try:
                 scores.append(play_episode(policy, env, recorder))
-            finally:
+            except BaseException:
                 if recorder is not None:
-                    recorder.close()
-                    out = recorder.path
+                    recorder.abandon()
+                raise
+            if recorder is not None:
+                recorder.close()
+                out = recorder.path
             print(f"game {i + 1}: {scores[-1]:g}", flush=True)
     finally:
         env.close()

@@ -6,6 +6,9 @@ trained agent is what tells the last weights from the initial ones or the best, 
 import math
 import re
 import shutil
+import signal
+import sys
+import time
 
 import imageio.v2 as imageio
 import numpy as np
@@ -14,7 +17,7 @@ import pytest
 import hogwild_dqn
 from hogwild_dqn.config import ConfigError
 from hogwild_dqn.evaluation.games import play_episode
-from tests.conftest import read_summary, run_play
+from tests.conftest import read_summary, run_play, start
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +49,23 @@ def test_make_play_scores_as_the_evaluator_recorded_and_writes_a_video(trained):
         first = reader.get_data(0)
     assert frames == games[0]  # CartPole pays 1 per step: one screen per step of the first game
     assert first.shape == (400, 600, 3) and first.std() > 0
+
+
+def test_a_game_cut_short_leaves_the_last_video_as_it_was(trained):
+    """Ctrl-C while the first game is being filmed: the part-video is dropped, play.mp4 from before is kept."""
+    kept = trained / "play.mp4"
+    if not kept.exists():
+        assert run_play(trained, "--episodes", "1").returncode == 0
+    before = kept.read_bytes()
+    proc = start([sys.executable, "-m", "hogwild_dqn.play", trained, "--episodes", "3"])
+    filming, deadline = trained / ".play.mp4.tmp.mp4", time.time() + 120
+    while not filming.exists() and time.time() < deadline:
+        time.sleep(0.05)
+    assert filming.exists(), "the first game was never filmed"
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and err.strip().splitlines()[-1] == "play: interrupted", err
+    assert kept.read_bytes() == before and not filming.exists()
 
 
 def test_load_policy_acts_on_the_env_make_env_builds(trained):
