@@ -272,8 +272,9 @@ def make_env(cfg: Config, seed: int, for_eval: bool, render: bool = False) -> gy
                                   "(pip install -r requirements-mujoco.txt)") from None
             raise ConfigError(f"--game {cfg.game!r}: {first_line(e)}") from None
         except ImportError as e:  # an env of a package whose own dependency is absent (gymnasium's jax ones)
-            raise ConfigError(f"--game {cfg.game!r} needs {e.name or 'a package that is not installed'}, "
-                              "which is not installed") from None
+            missing = isinstance(e, ModuleNotFoundError) and e.name
+            raise ConfigError(f"--game {cfg.game!r} needs {e.name}, which is not installed" if missing
+                              else f"--game {cfg.game!r}: {first_line(e)}") from None
         if isinstance(env.action_space, gym.spaces.Box):
             env = ClipAction(env)  # the policy's Gaussian is unbounded; its draws are clipped only here
         if not for_eval and cfg.reward_normalize:

@@ -59,7 +59,8 @@ def warm(memory_size: int, cfg, threads: int, frames_per_step: int) -> bool:
     return memory_size * frames_per_step * threads >= cfg.learning_starts
 
 
-FULL = 0.95  # a full memory holds a little under --replay-size: transitions whose frames left the ring go first
+FULL = 0.9  # a full memory holds under --replay-size: a game of L steps keeps L + (stacked) frames for its L
+            # transitions, so short games (10 steps of a vector task) fill only some 0.9 of it
 
 
 def never_warm(cfg, spec, threads: int) -> str | None:

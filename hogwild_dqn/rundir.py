@@ -58,27 +58,40 @@ def prepare_run_dir(cfg: Config, threads: int, resume: str | None) -> Path:
     return hold(path)
 
 
-_HELD: list[int] = []  # the open descriptors of the run dirs this process holds: a hold lasts while one is open
+_HELD: dict[Path, int] = {}  # the run dirs this process holds, with their open descriptors: a hold lasts while
+                             # its descriptor is open
 
 
 def hold(path: Path) -> Path:
     """Hold `path` for this session: a second session in the same run dir (a train orphaned by its suite and
     still running, a resume started twice) would overwrite the first one's checkpoint and summary. The hold is
     the kernel's lock on the directory itself (flock): it writes nothing into the run, and it ends with the
-    process, however that ends. Children spawned later do not inherit it."""
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    process, however that ends; children spawned later do not inherit it. A filesystem without flock goes
+    unheld (its lock is local to a machine on NFS too: two machines sharing a log dir are not told)."""
+    key = path.resolve()
+    if key in _HELD:  # this process's own (a resume after a run, in one interpreter)
+        return path
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return path
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+    except BlockingIOError:
         os.close(fd)
         raise ConfigError(f"run dir {path} is in use by another session (a train still running in it); "
                           "stop that one or let it end, then resume") from None
-    _HELD.append(fd)
+    except OSError:  # no flock here
+        os.close(fd)
+        return path
+    _HELD[key] = fd
     return path
 
 
 def in_use(path: Path) -> bool:
     """Whether another process holds the run dir `path` (see hold)."""
+    if path.resolve() in _HELD:
+        return False
     try:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:
@@ -86,8 +99,10 @@ def in_use(path: Path) -> bool:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         return False
-    except OSError:
+    except BlockingIOError:
         return True
+    except OSError:  # no flock here: nothing can be held
+        return False
     finally:
         os.close(fd)  # closing also lets go of a lock it took
 

@@ -13,6 +13,7 @@ import imageio.v2 as imageio
 import pytest
 import yaml
 
+from hogwild_dqn.rundir import in_use
 from hogwild_dqn.tools import atari5
 from hogwild_dqn.tools.frontpage import SOURCES, table
 from hogwild_dqn.tools.suite_report import HUMAN_REFERENCE, units
@@ -117,6 +118,19 @@ def test_a_stopped_suite_resumes_its_cut_run_from_the_checkpoint(tmp_path):
     row = [line for line in (tmp_path / "benchmark.md").read_text().splitlines() if "(2 sessions, " in line]
     assert len(row) == 1 and row[0].startswith("| CartPole-v1 |") and "% other work)" in row[0]
     assert summary["wall_seconds"] > cut["wall_seconds"] and summary["final_eval"]["episodes"] == 5
+
+
+def test_a_hang_up_stops_the_suites_run_as_sigterm_does(tmp_path):
+    """The suite's terminal closed: its run stops and is saved as at SIGTERM, rather than training on, orphaned, in
+    a run dir the next suite would resume; the suite's own words go to chain.log, not to the gone terminal."""
+    proc, run = start_suite(tmp_path)
+    time.sleep(2)
+    proc.send_signal(signal.SIGHUP)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "benchmark: stopped" not in err, err
+    cut = json.loads((run / "summary.json").read_text())
+    assert cut["status"] == "terminated (SIGTERM)" and 0 < cut["frames"] < 40_000
+    assert f"end {run.name} rc=143" in (tmp_path / "chain.log").read_text() and not in_use(run)
 
 
 def test_a_run_killed_by_sigterm_counts_as_stopped(tmp_path):

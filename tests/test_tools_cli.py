@@ -55,7 +55,8 @@ def test_curves_into_a_folder_is_refused_in_one_line(tmp_path, capsys):
     assert "needs an existing folder and a .png" in capsys.readouterr().err
     # a folder no one may write into, root included (sysfs's top): the figure's failed write is one line too
     assert curves.main([str(data), "--out", "/sys/fig.png"]) == 2
-    assert capsys.readouterr().err == "curves: error: cannot write /sys/fig.png: Permission denied\n"
+    err = capsys.readouterr().err  # Permission denied, or Read-only file system where /sys is mounted so
+    assert err.startswith("curves: error: cannot write /sys/fig.png: ") and err.count("\n") == 1, err
 
 
 def test_the_reports_pass_over_what_is_not_a_runs_summary(tmp_path, cartpole_q1, capsys):

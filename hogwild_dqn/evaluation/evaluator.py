@@ -58,9 +58,10 @@ def run_evaluator(run: Run, shared: SharedState, best: float, evals: list, repor
             result = {"final": final, **play_games(policy, envs, games, alive)}
             point = _point(run, result, frames, device, history)
             new_best = cfg.video_steps and recorder.is_new_best(result)
-            gif = best_episode_gif(policy, cfg, frames, alive) if new_best else None
-            recorder.record(result, frames, lambda best, state=state: {**state, "best_eval_return": best}, gif)
+            recorder.record(result, frames, lambda best, state=state: {**state, "best_eval_return": best})
             report.send(("eval", point))
+            if new_best:  # a game of its own, filmed once the evaluation is told
+                recorder.keep_gif(best_episode_gif(policy, cfg, frames, alive), frames)
             if needs_confirmation(result, cfg.stop_return):  # the same weights, over as many games as a final one
                 result = confirmation(play_games(policy, envs, cfg.final_eval_episodes, alive), cfg.stop_return)
                 point = _point(run, result, frames, device, history)

@@ -156,6 +156,10 @@ class Recorder:
             return
         self.best = result["mean_return"]
         atomic_save(state(self.best), self.run_dir / "best.pt")
+        self.keep_gif(gif, frames)
+
+    def keep_gif(self, gif: bytes | None, frames: int) -> None:
+        """best_episode.gif and its tensorboard image: one game of the best weights, if one was filmed."""
         if gif:
             atomic_bytes(gif, self.run_dir / "best_episode.gif")
             metrics.write_gif(self.writer, metrics.BEST_EPISODE, gif, frames)

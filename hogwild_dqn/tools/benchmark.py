@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -135,22 +136,26 @@ def say(args: argparse.Namespace, text: str) -> None:
             raise write_failed(folder / "chain.log", e, "the lines written before are kept") from None
 
 
-FORWARD = {signal.SIGHUP: signal.SIGTERM}  # the signals train() hands on as another
-
-
 def train(cmd: list[str], log: Path) -> int:
     """Run one run's command to its end, its output appended to `log`. Ctrl-C, SIGTERM and SIGHUP (as SIGTERM)
     are handed to it once each (it runs in a session of its own, so a terminal's Ctrl-C does not reach it twice)
     and it stops as a run does: its checkpoint and summary written, ready to be resumed."""
     with log.open("a") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    # a hang-up (the terminal closed) stops the run as SIGTERM does; left to kill the suite alone, it would
-    # leave the train running on, orphaned, in a run dir the next suite wants to resume. Under nohup (SIGHUP
-    # ignored) it stays ignored.
-    nohup = signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
-    signals = (signal.SIGINT, signal.SIGTERM) if nohup else (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-    handlers = {sig: signal.signal(sig, lambda signum, frame: proc.send_signal(FORWARD.get(signum, signum)))
-                for sig in signals}
+
+    def hang_up(signum, frame) -> None:
+        """The terminal is gone: the run stops as at SIGTERM (left alone it would train on, orphaned, in a run dir
+        the next suite wants to resume), and what the suite prints from here goes nowhere rather than failing
+        (EIO); chain.log and the records still get it all."""
+        quiet = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(quiet, 1)
+        os.dup2(quiet, 2)
+        proc.send_signal(signal.SIGTERM)
+
+    handlers = {sig: signal.signal(sig, lambda signum, frame: proc.send_signal(signum))
+                for sig in (signal.SIGINT, signal.SIGTERM)}
+    if signal.getsignal(signal.SIGHUP) != signal.SIG_IGN:  # under nohup it stays ignored
+        handlers[signal.SIGHUP] = signal.signal(signal.SIGHUP, hang_up)
     try:
         rc = proc.wait()
     finally:

@@ -33,6 +33,7 @@ def problem(path: Path) -> str | None:
     before a suite runs, so that a bad file is told in one line then, not after hours of runs."""
     seeds = path.with_name(path.stem + "_seeds.csv")
     for file, needed, numbers in ((path, COLUMNS, ("score", "seeds")), (seeds, SEED_COLUMNS, ("score",))):
+        # a score is any number, seeds a count (read() takes them as float and int)
         if file == path or file.is_file():
             try:
                 with file.open(newline="", encoding="utf-8") as f:
@@ -42,15 +43,16 @@ def problem(path: Path) -> str | None:
                 return f"{file} cannot be read as CSV ({e})"
             if missing := needed - header:
                 return f"{file} lacks the column(s) {', '.join(sorted(missing))}"
-            if any(None in r or None in r.values() or not all(_number(r[k]) for k in numbers) for r in rows):
+            if any(None in r or None in r.values() or not all(_number(r[k], k == "seeds") for k in numbers)
+                   for r in rows):
                 return (f"{file}: a row with more or fewer fields than its header, or a {' or '.join(numbers)} that "
                         "is not a number")
     return None
 
 
-def _number(text: str) -> bool:
+def _number(text: str, whole: bool) -> bool:
     try:
-        float(text)
+        (int if whole else float)(text)
         return True
     except ValueError:
         return False
