@@ -72,19 +72,12 @@ def hold(path: Path) -> Path:
     if key in _HELD:  # this process's own (a resume after a run, in one interpreter)
         return path
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        return path
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fd = _lock(path)
     except BlockingIOError:
-        os.close(fd)
         raise ConfigError(f"run dir {path} is in use by another session (a train still running in it); "
                           "stop that one or let it end, then resume") from None
-    except OSError:  # no flock here
-        os.close(fd)
-        return path
-    _HELD[key] = fd
+    if fd is not None:
+        _HELD[key] = fd
     return path
 
 
@@ -93,18 +86,29 @@ def in_use(path: Path) -> bool:
     if path.resolve() in _HELD:
         return False
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return False
+        fd = _lock(path)
     except BlockingIOError:
         return True
-    except OSError:  # no flock here: nothing can be held
-        return False
-    finally:
-        os.close(fd)  # closing also lets go of a lock it took
+    if fd is not None:
+        os.close(fd)  # closing lets go of the lock it took
+    return False
+
+
+def _lock(path: Path) -> int | None:
+    """An open descriptor of the directory `path` holding its flock; None where none can be had (no such dir, a
+    filesystem without flock). BlockingIOError where another process holds it."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+        os.close(fd)
+        if isinstance(e, BlockingIOError):
+            raise
+        return None
+    return fd
 
 
 def no_prior() -> dict:
