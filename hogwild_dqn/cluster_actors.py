@@ -5,6 +5,7 @@ Plain classes: the driver wraps them with ray.remote, and only NodePool.run and 
 
 from __future__ import annotations
 
+import collections
 import tempfile
 import time
 from pathlib import Path
@@ -29,6 +30,7 @@ from hogwild_dqn.shared import STOP, all_finite, new_shared_state, sync_local, t
 NEVER = 2**62            # a machine's workers never copy the target network: the holder's copy is pushed to them
 SYNC_TIMEOUT = 60        # an exchange unanswered this long: the holder is treated as gone
 LOG_SHIP_SECONDS = 5     # how often a machine sends the new bytes of its event files to the head
+SYNC_WINDOW = 10_000     # exchanges the summary's median of sync_seconds is taken over (the most recent)
 
 
 def _flat(params: list[torch.Tensor]) -> torch.Tensor:
@@ -109,7 +111,10 @@ class ParameterHolder:
         self.frames, self.target_epoch = start["frames"], start["target_epoch"]
         self.frames0, self.evals = start["frames"], list(start["evals"])
         self.wall0, self.t0 = start["wall_seconds"], time.time()
-        self.stop, self.node_frames, self.sync_seconds = False, {}, []
+        # the median is over the last SYNC_WINDOW exchanges: all of them grew by one float a second per machine
+        # for as long as the run lasted, and were sorted again at every checkpoint
+        self.stop, self.node_frames = False, {}
+        self.sync_seconds, self.syncs = collections.deque(maxlen=SYNC_WINDOW), 0
         self.kept = None  # (weights, frames) of a confirmed --stop-return: the run's last weights
         self.writer = metrics.make_writer(self.run_dir, "holder")
         self.recorder = Recorder(self.run_dir, self.writer, start["best"])  # the only record of the best
@@ -133,6 +138,7 @@ class ParameterHolder:
             self.target_epoch = epoch
         if sync_seconds is not None:
             self.sync_seconds.append(sync_seconds)
+            self.syncs += 1
             self.writer.add_scalar(f"cluster/sync_seconds/{node}", sync_seconds, self.frames)
         newer_target = self.target is not None and target_epoch != self.target_epoch
         return {"weights": self.flat.numpy().copy(), "stats": self.stats.numpy().copy(), "frames": self.frames,
@@ -160,7 +166,8 @@ class ParameterHolder:
 
     def _state(self, weights: dict, frames: int) -> dict:
         _assign(list(self.net.parameters()), weights["params"])
-        set_moments(self.norms, torch.as_tensor(np.array(weights["stats"])))
+        stats = weights["stats"]  # the holder's own tensor, or a read-only array from Ray's store (copied)
+        set_moments(self.norms, stats if isinstance(stats, torch.Tensor) else torch.from_numpy(np.array(stats)))
         if self.tnet is not None:
             _assign(list(self.tnet.parameters()), self.target)
         return checkpoint_state(self.net, self.tnet, self.cfg, self.spec,
@@ -188,7 +195,7 @@ class ParameterHolder:
         summary["cluster"] = {"nodes": sorted(set(nodes) | set(self.node_frames)),
                               "frames_per_node": self.node_frames,
                               "sync_seconds_median": sync[len(sync) // 2] if sync else None,
-                              "syncs": len(sync), "sync_bytes": self.flat.numel() * self.flat.element_size()}
+                              "syncs": self.syncs, "sync_bytes": self.flat.numel() * self.flat.element_size()}
         atomic_json(summary, self.run_dir / "summary.json")
         return summary
 

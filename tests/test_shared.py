@@ -230,3 +230,27 @@ def test_one_target_rule_and_one_parameter_copy_for_a_machine_and_a_cluster_hold
         copied = maybe_sync_target(shared, holder.frames, cfg.target_update)
         assert holder.target_epoch == int(shared.target_epoch[0]) == holder.frames // 100
         assert torch.equal(_flat(list(shared.target.parameters())), holder.target), (frames, copied)
+
+
+def test_a_cluster_holder_keeps_a_bounded_window_of_sync_times(tmp_path, monkeypatch):
+    """The holder keeps machines' sync times for its summary's median: the last SYNC_WINDOW of them, so a run of
+    days on many machines does not grow it by one float an exchange; the count of exchanges stays whole."""
+    import json
+    import math
+
+    from hogwild_dqn import cluster_actors
+    from hogwild_dqn.cluster_actors import ParameterHolder
+    from hogwild_dqn.envs import env_spec
+
+    monkeypatch.setattr(cluster_actors, "SYNC_WINDOW", 50)
+    cfg = Config(game="CartPole-v1", algo="a3c")
+    start = {"model": None, "target": None, "frames": 0, "target_epoch": 0, "evals": [], "best": -math.inf,
+             "wall_seconds": 0.0, "lr_start": None}
+    holder = ParameterHolder(cfg, env_spec(cfg), str(tmp_path), start)
+    zero = np.zeros(holder.flat.numel(), dtype=np.float32)
+    for k in range(120):
+        holder.exchange("n0", zero, 10, -1, 0.001 * k, np.zeros(len(holder.stats)))
+    summary = holder.finish("finished", ["n0"])
+    assert list(holder.sync_seconds) == [0.001 * k for k in range(70, 120)]
+    assert summary["cluster"]["syncs"] == 120 and summary["cluster"]["sync_seconds_median"] == 0.001 * 95
+    assert json.loads((tmp_path / "summary.json").read_text())["cluster"]["syncs"] == 120
