@@ -52,8 +52,18 @@ def run_child(name: str, report, fn, *args) -> None:
 
 def _bounded(text: str, limit: int = 8_000) -> str:
     """A child's error text, cut in its middle to fit a pipe: the runner reads a worker's pipe only once it has
-    exited, and a send larger than the pipe's buffer (64 KiB) would block the worker from exiting for good."""
-    return text if len(text) <= limit else f"{text[:limit // 4]}\n[...]\n{text[-(limit * 3 // 4):]}"
+    exited, and a send larger than the pipe's buffer (64 KiB) would block the worker from exiting for good. The
+    last line, the runner's one-line reason (Processes.why), stays a line of its own that starts as it did (the
+    exception's name), cut in its middle where it alone is long."""
+    if len(text) <= limit:
+        return text
+    body, _, last = text.rstrip("\n").rpartition("\n")
+    if len(last) > limit // 4:
+        last = f"{last[:limit // 8]} [...] {last[-(limit // 8):]}"
+    room = limit - len(last)
+    if len(body) > room:
+        body = f"{body[:room // 4]}\n[...]\n{body[-(room * 3 // 4):]}"
+    return f"{body}\n{last}" if body else last
 
 
 # The workers' loops, by the name an ALGORITHMS row gives (the table stays torch-free for config.py): imported
