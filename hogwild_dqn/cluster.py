@@ -38,6 +38,7 @@ from hogwild_dqn.envs import env_spec
 from hogwild_dqn.evaluation.scores import ending, last_line, needs_confirmation, next_point, points_skipped, stop_reason
 from hogwild_dqn.exits import FAILED, FINISHED, SIGNALLED
 from hogwild_dqn.faults import NonFinite
+from hogwild_dqn.replay_worker import never_warm
 from hogwild_dqn.rundir import no_prior, prepare_run_dir
 
 REJOIN_SCAN_SECONDS = 2  # how often the driver looks for machines that joined or came back
@@ -102,8 +103,10 @@ def _say(run_dir: Path, line: str) -> None:
 
 def run_cluster(cfg: Config, resume: str | None) -> int:
     """The driver of a cluster run; returns the exit status as runner.run does."""
-    ray = _connect(cfg.cluster)
     spec = env_spec(cfg)
+    if cfg.threads and (unlearnable := never_warm(cfg, spec, cfg.threads)):  # each machine's memories, as runner.run
+        raise ConfigError(unlearnable)
+    ray = _connect(cfg.cluster)
     run_dir = prepare_run_dir(cfg, cfg.threads or 0, resume)
     start = _start_values(cfg, run_dir, resume)
     config.save(cfg, run_dir / "config.yaml")
@@ -152,6 +155,8 @@ class Driver:
                 continue
             threads = min(self.cfg.threads or cpus, cpus)
             name = self.names.setdefault(nid, f"node{len(self.names)}-{n['NodeManagerAddress']}")
+            if unlearnable := never_warm(self.cfg, self.spec, threads):  # a machine of fewer cores than --threads
+                _say(self.run_dir, f"warning: {name}'s workers play without learning: {unlearnable}")
             # every machine (and every return of one) plays its own games: its workers' seeds are shifted
             seeded = dataclasses.replace(self.cfg, seed=self.cfg.seed + MACHINE_SEED_STRIDE * len(self.pools_started))
             self.pools_started.append(nid)

@@ -65,6 +65,8 @@ BAD = [
     (["--game", "CartPole-v1", "--algo", "dqn", "--threads", "2", "--replay-size", "1000", "--learning-starts",
       "5000"], "--learning-starts 5,000 frames is more than 2 replay memories of --replay-size 1,000 transitions can "
                "be relied on to hold (1,800 frames): the workers would never learn"),
+    (["--game", "CartPole-v1", "--algo", "dqn", "--threads", "2", "--replay-size", "1000", "--learning-starts",
+      "5000", "--cluster", "auto"], "can be relied on to hold (1,800 frames): the workers would never learn"),
     (["--game", "Blackjack-v1"], "--game 'Blackjack-v1' has observations of no shape (Tuple("),
     *([] if importlib.util.find_spec("jax") else  # gymnasium's phys2d games need jax, which we do not install
       [(["--game", "phys2d/CartPole-v1"], "--game 'phys2d/CartPole-v1' needs jax, which is not installed")]),
