@@ -155,8 +155,8 @@ class Driver:
                 continue
             threads = min(self.cfg.threads or cpus, cpus)
             name = self.names.setdefault(nid, f"node{len(self.names)}-{n['NodeManagerAddress']}")
-            if unlearnable := never_warm(self.cfg, self.spec, threads):  # a machine of fewer cores than --threads
-                _say(self.run_dir, f"warning: {name}'s workers play without learning: {unlearnable}")
+            if unlearnable := never_warm(self.cfg, self.spec, threads):  # its cores, fewer than --threads or unset
+                _say(self.run_dir, f"warning: {name} (its frames count toward --frames): {unlearnable}")
             # every machine (and every return of one) plays its own games: its workers' seeds are shifted
             seeded = dataclasses.replace(self.cfg, seed=self.cfg.seed + MACHINE_SEED_STRIDE * len(self.pools_started))
             self.pools_started.append(nid)

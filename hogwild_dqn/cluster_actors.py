@@ -111,8 +111,8 @@ class ParameterHolder:
         self.frames, self.target_epoch = start["frames"], start["target_epoch"]
         self.frames0, self.evals = start["frames"], list(start["evals"])
         self.wall0, self.t0 = start["wall_seconds"], time.time()
-        # the median is over the last SYNC_WINDOW exchanges: all of them grew by one float a second per machine
-        # for as long as the run lasted, and were sorted again at every checkpoint
+        # the median is over the last SYNC_WINDOW exchanges: all of them grew by one float an exchange (every
+        # --sync-seconds) per machine for as long as the run lasted, and were sorted again at every checkpoint
         self.stop, self.node_frames = False, {}
         self.sync_seconds, self.syncs = collections.deque(maxlen=SYNC_WINDOW), 0
         self.kept = None  # (weights, frames) of a confirmed --stop-return: the run's last weights

@@ -53,16 +53,17 @@ def run_child(name: str, report, fn, *args) -> None:
 def _bounded(text: str, limit: int = 8_000) -> str:
     """A child's error text, cut in its middle to fit a pipe: the runner reads a worker's pipe only once it has
     exited, and a send larger than the pipe's buffer (64 KiB) would block the worker from exiting for good. The
-    last line, the runner's one-line reason (Processes.why), stays a line of its own that starts as it did (the
-    exception's name), cut in its middle where it alone is long."""
+    last line, the runner's one-line reason (Processes.why), stays a line of its own, cut in its middle where it
+    alone is long: for an exception of a one-line message it still starts with the exception's name."""
     if len(text) <= limit:
         return text
-    body, _, last = text.rstrip("\n").rpartition("\n")
+    mark = "[...]"
+    body, _, last = text.rstrip().rpartition("\n")  # Processes.why's last line: after strip()
     if len(last) > limit // 4:
-        last = f"{last[:limit // 8]} [...] {last[-(limit // 8):]}"
-    room = limit - len(last)
+        last = f"{last[:limit // 8]} {mark} {last[len(last) - limit // 8:]}"
+    room = limit - len(last) - len(mark) - 3  # the newlines around the mark and before `last`
     if len(body) > room:
-        body = f"{body[:room // 4]}\n[...]\n{body[-(room * 3 // 4):]}"
+        body = f"{body[:room // 4]}\n{mark}\n{body[len(body) - room * 3 // 4:]}"
     return f"{body}\n{last}" if body else last
 
 

@@ -379,5 +379,5 @@ def test_a_child_whose_traceback_outgrows_its_pipe_still_exits_and_says_why():
     assert not alive and child.exitcode == FAILED
     kind, text = recv.recv()
     assert kind == "error" and text.startswith("Traceback") and "ValueError: xxx" in text and len(text) < 10_000
-    reason = text.splitlines()[-1]  # the runner's one line on why the worker died
+    reason = text.strip().splitlines()[-1]  # the runner's one line on why the worker died (Processes.why)
     assert reason.startswith("ValueError: xxx") and " [...] " in reason and len(reason) < 2_100
