@@ -37,6 +37,7 @@ def atomic_write(path: Path, write: Callable) -> None:
     path, tmp = Path(path), None
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        os.fchmod(fd, _mode(path))  # mkstemp's 0600 would make every run file and report private to its owner
         with os.fdopen(fd, "wb") as f:
             write(f)
             f.flush()
@@ -53,6 +54,14 @@ def atomic_write(path: Path, write: Callable) -> None:
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _mode(path: Path) -> int:
+    """The permissions `path` has, or a new file's usual 0644."""
+    try:
+        return path.stat().st_mode & 0o777
+    except OSError:
+        return 0o644
 
 
 def _os_error(e: BaseException | None) -> OSError | None:

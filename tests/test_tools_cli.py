@@ -129,3 +129,40 @@ def test_a_published_file_without_its_columns_is_told_before_the_suite_runs(tmp_
     assert err.startswith("benchmark: error: --published: ") and err.count("\n") == 1, err
     assert "lacks the column(s) algorithm, protocol, seeds, source" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["scores.csv"]
+
+
+def test_a_report_that_cannot_be_written_keeps_the_one_before(tmp_path, cartpole_q1):
+    """Files that cannot grow past 4 KiB (RLIMIT_FSIZE: the kernel refuses with EFBIG, as a full disk with ENOSPC):
+    the sweep's report fails in one line, exit 1, and report.md and its figures stay the earlier report's, whole."""
+    import hashlib
+    import resource
+    import subprocess
+    import sys
+
+    logdir = tmp_path / "runs"
+    shutil.copytree(cartpole_q1, logdir / "q1")
+    command = [sys.executable, "-m", "hogwild_dqn.tools.report", "--logdir", str(logdir)]
+    assert subprocess.run(command, capture_output=True, text=True, timeout=120).returncode == 0
+    outputs = sorted(p for p in logdir.iterdir() if p.is_file())
+    assert any(p.suffix == ".png" for p in outputs) and (logdir / "report.md") in outputs
+    before = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in outputs}
+
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=120, preexec_fn=small_files)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert proc.stderr.startswith("report: error: cannot write ") and proc.stderr.count("\n") == 1, proc.stderr
+    assert "File too large" in proc.stderr and "is left as it was" in proc.stderr
+    assert {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in outputs} == before
+    assert sorted(p for p in logdir.iterdir() if p.is_file()) == outputs  # no temporary file left behind
+    # files written whole (a temporary file, then a rename) keep a new file's usual 0644, not mkstemp's 0600
+    assert all(p.stat().st_mode & 0o777 == 0o644 for p in [*outputs, cartpole_q1 / "summary.json"])
+
+
+def test_curves_print_titles_and_labels_as_written(tmp_path):
+    """A $ in a title or label is text: matplotlib would read a pair of them as math and fail on what is not."""
+    data = tmp_path / "a.csv"
+    data.write_text("frames,mean_return,wall_seconds\n1,2,3\n4,5,6\n")
+    assert curves.main([f"{data}=cost $5{{", "--out", str(tmp_path / "fig.png"), "--title", r"$\foo{$"]) == 0
+    assert (tmp_path / "fig.png").stat().st_size > 1000

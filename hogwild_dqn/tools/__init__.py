@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from hogwild_dqn.config import ConfigError
+from hogwild_dqn.files import WriteFailed, atomic_bytes, atomic_write
 from hogwild_dqn.rundir import in_use
 
 # How a tool starts a training run: the trainer's own command, from the current directory (so relative --logdir
@@ -33,6 +34,9 @@ def one_line_errors(name: str):
             except ConfigError as e:
                 print(f"{name}: error: {e}", file=sys.stderr)
                 return 2
+            except WriteFailed as e:  # an output it could not write (a full disk, a read-only folder): kept as it was
+                print(f"{name}: error: {e}", file=sys.stderr)
+                return 1
 
         return run
 
@@ -136,7 +140,16 @@ def pyplot():
 
 
 def save(fig, out: Path, dpi: int = 100) -> None:
-    """Lay a figure out, write it to `out` and free it."""
-    fig.tight_layout()
-    fig.savefig(out, dpi=dpi)
-    pyplot().close(fig)
+    """Lay a figure out, write it to `out` whole or not at all (a failed write keeps the figure that was there:
+    WriteFailed) and free it."""
+    out = Path(out)
+    try:
+        fig.tight_layout()
+        atomic_write(out, lambda f: fig.savefig(f, dpi=dpi, format=out.suffix[1:].lower() or None))
+    finally:
+        pyplot().close(fig)
+
+
+def write_text(path: Path, text: str) -> None:
+    """A tool's text output (a report, the README) written whole or not at all: WriteFailed keeps the old one."""
+    atomic_bytes(text.encode(), Path(path))

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from hogwild_dqn.config import Parser
-from hogwild_dqn.tools import TRAIN, one_line_errors, pyplot, resume_or_start, run_done, save, spread
+from hogwild_dqn.tools import TRAIN, one_line_errors, pyplot, resume_or_start, run_done, save, spread, write_text
 
 SETTINGS = {  # name -> (run dir name, train.py flags)
     "replay + target (DQN)": ("replay-target", []),
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     md = table(results, args.score)
     header = (f"DQN ablation on {args.game}: {len(args.seeds)} seeds ({' '.join(map(str, args.seeds))}), "
               f"{args.frames:,} frames, {args.threads} workers each\n\n")
-    (args.logdir / "ablation.md").write_text(header + md + "\n\n![curves](ablation.png)\n")
+    write_text(args.logdir / "ablation.md", header + md + "\n\n![curves](ablation.png)\n")
     plot(results, args.logdir / "ablation.png")
     print(header + md)
     print(f"wrote {args.logdir / 'ablation.md'} and {args.logdir / 'ablation.png'}")

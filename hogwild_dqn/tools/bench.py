@@ -53,7 +53,7 @@ from hogwild_dqn.envs import emulator_fps, env_spec, resolve
 from hogwild_dqn.processes import Processes, worker_loop
 from hogwild_dqn.rundir import Run
 from hogwild_dqn.shared import new_shared_state
-from hogwild_dqn.tools import one_line_errors
+from hogwild_dqn.tools import one_line_errors, write_text
 from hogwild_dqn.tools.bench_evaluator import measure_evaluator
 from hogwild_dqn.tools.bench_points import FINAL_EPS, bench_config, flag_overrides, out_folder, point_overrides
 
@@ -270,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
             p.error("--profile must be a positive number of frames")
         out = out_folder(args)  # a bad --out is told before the profile, not after
         text = profile_worker(bench_config(args.game, args.algos[0], args.envs[0], {}), args.profile)
-        (out / "profile.txt").write_text(text)
+        write_text(out / "profile.txt", text)
         print(text + f"wrote {out / 'profile.txt'}")
         return 0
     if args.evaluator:
@@ -344,10 +344,10 @@ def measure(args, baseline_dir: Path | None, baseline: str | None) -> int:
         md += "".join(f"\nthe baseline lacks {', '.join(missing)}: its side of `{label}` ran without"
                       for label, missing in lacks.items())
     print(md)
-    (out / "bench.md").write_text(md + "\n")
-    (out / "bench.json").write_text(json.dumps({"cores": cores, "game": args.game, "emulator_frames_per_second":
-                                                emu_med, "emulator_samples": emu, "baseline": baseline,
-                                                "results": results}, indent=2))
+    write_text(out / "bench.md", md + "\n")
+    write_text(out / "bench.json", json.dumps({"cores": cores, "game": args.game, "emulator_frames_per_second":
+                                              emu_med, "emulator_samples": emu, "baseline": baseline,
+                                              "results": results}, indent=2))
     print(f"wrote {out / 'bench.md'} and {out / 'bench.json'}")
     return 0
 

@@ -14,6 +14,7 @@ import torch
 from hogwild_dqn.config import Config
 from hogwild_dqn.envs import emulator_fps, env_spec
 from hogwild_dqn.evaluation.games import evaluation_player, play_games
+from hogwild_dqn.tools import write_text
 from hogwild_dqn.tools.bench_points import bench_config, out_folder
 
 
@@ -63,9 +64,9 @@ def measure_evaluator(args) -> int:
                         "samples": [s[0] for s in v], "games": [s[2] for s in v]})
     md = "\n".join(lines)
     print(md)
-    (out / "bench.md").write_text(md + "\n")
-    (out / "bench.json").write_text(json.dumps({"game": args.game, "algo": algo, "evaluator": True,
-                                                "emulator_frames_per_second": statistics.median(emu),
-                                                "emulator_samples": emu, "results": results}, indent=2))
+    write_text(out / "bench.md", md + "\n")
+    write_text(out / "bench.json", json.dumps({"game": args.game, "algo": algo, "evaluator": True,
+                                              "emulator_frames_per_second": statistics.median(emu),
+                                              "emulator_samples": emu, "results": results}, indent=2))
     print(f"wrote {out / 'bench.md'} and {out / 'bench.json'}")
     return 0

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from hogwild_dqn.config import Parser
+from hogwild_dqn.files import WriteFailed
 from hogwild_dqn.tools import one_line_errors, pyplot, read_json, save
 
 NEEDED = ("frames", "wall_seconds", "mean_return")
@@ -68,6 +69,11 @@ def read_lines(path: Path, label: str, by: str | None) -> tuple[list[tuple], boo
         raise CurvesError(f"{path}: a row with a missing value or one that is not a number") from None
 
 
+def _plain(text: str) -> str:
+    """A label or title as written: matplotlib reads a pair of $ as math (and fails on what is not)."""
+    return text.replace("$", r"\$")
+
+
 def draw(inputs: list[tuple[Path, str]], out: Path, x: str, by: str | None, line: float | None, title: str) -> int:
     """Draw every input's lines against `x` into `out`; the number of lines drawn."""
     if not out.parent.is_dir() or out.is_dir() or out.suffix.lower() not in (".png", ".svg", ".pdf"):
@@ -79,18 +85,18 @@ def draw(inputs: list[tuple[Path, str]], out: Path, x: str, by: str | None, line
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4))
     for label, frames, wall, ret in lines:
-        ax.plot(frames if x == "frames" else wall, ret, marker=".", label=label)
+        ax.plot(frames if x == "frames" else wall, ret, marker=".", label=_plain(label))
     if line is not None:
         ax.axhline(line, color="grey", ls="--", alpha=0.6)
     ax.set_xlabel("global frames" if x == "frames" else "wall time (s)")
     ax.set_ylabel("periodic evaluation, mean return")
-    ax.set_title(title)
+    ax.set_title(_plain(title))
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
     try:
-        save(fig, out)
-    except OSError as e:  # a read-only folder, a full disk
-        raise CurvesError(f"cannot write {out}: {e.strerror}") from None
+        save(fig, out)  # whole or not at all: a failed write keeps the figure that was there
+    except WriteFailed as e:  # a read-only folder, a full disk
+        raise CurvesError(str(e)) from None
     return len(lines)
 
 

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from hogwild_dqn.config import Parser
-from hogwild_dqn.tools import done, one_line_errors, suite_folder, summary_at
+from hogwild_dqn.tools import done, one_line_errors, suite_folder, summary_at, write_text
 from hogwild_dqn.tools.suites import SEEDS, SIX, SUITES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
                   "rewrites it)", file=sys.stderr)
             return 1
         return 0
-    readme.write_text(want)
+    write_text(readme, want)
     print(f"wrote the results table of {readme}")
     return 0
 

@@ -18,7 +18,7 @@ import yaml
 
 from hogwild_dqn.config import Parser, variant
 from hogwild_dqn.evaluation.scores import is_periodic
-from hogwild_dqn.tools import ended, fmt, one_line_errors, pyplot, save, summary_at
+from hogwild_dqn.tools import ended, fmt, one_line_errors, pyplot, save, summary_at, write_text
 
 # Reference scores for the speedup table when --score is not given (CartPole: the classic "solved" mark;
 # Atari: scores the paper's 16-thread agents passed early in training).
@@ -211,7 +211,7 @@ def write_report(logdir: Path, score: float | None) -> Path:
                      f"{len(r.evals)} | {final} | {fmt(best)} | {confirmed} | {fmt(r.frames, ',')} | {fmt(minutes)} | "
                      f"{fmt(r.frames_per_second, ',.0f')} | {r.protocol or r.game} |")
     out = logdir / "report.md"
-    out.write_text("\n".join(lines) + "\n")
+    write_text(out, "\n".join(lines) + "\n")
     return out
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import psutil
 
 from hogwild_dqn.config import Parser
-from hogwild_dqn.tools import TRAIN, one_line_errors
+from hogwild_dqn.tools import TRAIN, one_line_errors, write_text
 
 
 def roles(main: psutil.Process) -> dict[int, str]:
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         growth = 100 * (after - before) / before
         worst = max(worst, growth) if growth == growth else float("inf")  # NaN: the process was gone
         print(f"{name:<18}{before:>15.1f} MiB{after:>15.1f} MiB{growth:>9.1f}%")
-    (run_dir / "soak.json").write_text(json.dumps({"samples": samples, "worst_growth_percent": worst}, indent=1))
+    write_text(run_dir / "soak.json", json.dumps({"samples": samples, "worst_growth_percent": worst}, indent=1))
     verdict = "ok" if worst <= args.max_growth else "FAIL"
     print(f"{verdict}: largest growth {worst:.1f}% (allowed {args.max_growth}%), samples in {run_dir / 'soak.json'}")
     return 0 if verdict == "ok" else 1

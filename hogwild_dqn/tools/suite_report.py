@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import math
 import statistics
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from hogwild_dqn.tools import (
     spread,
     suite_folder,
     summary_at,
+    write_text,
 )
 from hogwild_dqn.tools.machine import sessions_line
 
@@ -423,14 +425,15 @@ def plot_curves(args: argparse.Namespace, ours: list[Score], theirs: list[Score]
 
 def write_csv(args: argparse.Namespace, ours: list[Score], theirs: list[Score], path: Path) -> None:
     """One row per run, ours then the baseline's."""
-    with path.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["game", "algo", "seed", "status", "frames", "wall_minutes", "final_mean", "final_std",
-                    "final_episodes", "human_normalized", "best_periodic_eval"])
-        for algo, scores in ((args.algo, ours), (SB3, theirs)):
-            for s in scores:
-                w.writerow([s.game, algo, s.seed, s.status, s.frames, f"{s.wall_minutes:.1f}", s.final_mean,
-                            s.final_std, s.episodes, fmt(s.normalized, ".4f"), s.best_periodic])
+    rows = io.StringIO(newline="")
+    w = csv.writer(rows)
+    w.writerow(["game", "algo", "seed", "status", "frames", "wall_minutes", "final_mean", "final_std",
+                "final_episodes", "human_normalized", "best_periodic_eval"])
+    for algo, scores in ((args.algo, ours), (SB3, theirs)):
+        for s in scores:
+            w.writerow([s.game, algo, s.seed, s.status, s.frames, f"{s.wall_minutes:.1f}", s.final_mean,
+                        s.final_std, s.episodes, fmt(s.normalized, ".4f"), s.best_periodic])
+    write_text(path, rows.getvalue())
 
 
 def game_row(game: str, runs: list[Score], seeds: int) -> str:
@@ -552,7 +555,7 @@ def write_report(args: argparse.Namespace) -> Path:
         label = f"{args.algo}{named}, {args.threads} workers, {args.frames / 1e6:g}M {frames}"
         plot_profile(agg, label, out / "benchmark_profile.png", agg.get("others"))
         lines += ["", "![performance profile](benchmark_profile.png)"]
-    (out / "benchmark.md").write_text("\n".join(lines) + "\n")
+    write_text(out / "benchmark.md", "\n".join(lines) + "\n")
     return out / "benchmark.md"
 
 
