@@ -20,13 +20,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from hogwild_dqn import exits
 from hogwild_dqn.config import ConfigError, Parser
 from hogwild_dqn.envs import make_env, protocol, render_problem, resolve
 from hogwild_dqn.evaluation.games import play_episode
-from hogwild_dqn.evaluation.policy import EVAL_SEED_OFFSET, load_policy
+from hogwild_dqn.evaluation.policy import EVAL_SEED_OFFSET, check_arguments, load_policy
 from hogwild_dqn.files import WriteFailed, write_failed
 
 PLAY_SEED_OFFSET = 2 * EVAL_SEED_OFFSET  # games the evaluator did not play
@@ -53,14 +52,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--video", action=argparse.BooleanOptionalAction, default=True,
                    help="record the first game as play.mp4 next to the checkpoint (default: on)")
     args = p.parse_args(argv)
-    if args.best and args.last:
-        raise ConfigError("--best and --last name two different files; choose one")
     if args.episodes < 1:
         raise ConfigError(f"--episodes must be a positive integer, got {args.episodes}")
-    if args.seed is not None and args.seed < 0:
-        raise ConfigError(f"--seed must be an integer >= 0, got {args.seed}")
-    if args.device == "cuda" and not torch.cuda.is_available():
-        raise ConfigError("--device cuda: no CUDA device is available here")
+    check_arguments(args.device, args.seed, args.epsilon, args.best, args.last)  # before the checkpoint is read
     return args
 
 

@@ -108,3 +108,34 @@ def test_a_negative_seed_is_one_line_for_play_and_the_probe(cartpole_q1):
     assert proc.returncode == 2 and proc.stderr == "play: error: --seed must be an integer >= 0, got -1\n"
     probe = run_cmd([sys.executable, "-m", "hogwild_dqn.tools.probe", cartpole_q1, "--seed", "-1"], 120)
     assert probe.returncode == 2 and probe.stderr == "probe: error: --seed must be an integer >= 0, got -1\n"
+
+
+def test_load_policy_says_a_bad_argument_or_checkpoint_in_one_line(cartpole_q1, tmp_path):
+    """The Python API checks what play's flags check (device, seed, epsilon, best with last) and turns a
+    checkpoint whose values were edited, or are of another version, into one ConfigError line, not numpy's,
+    torch's or a KeyError deep inside."""
+    import shutil
+
+    for kwargs, message in (({"device": "tpu"}, "--device must be cpu or cuda, got 'tpu'"),
+                            ({"seed": -1}, "--seed must be an integer >= 0, got -1"),
+                            ({"seed": "abc"}, "--seed must be an integer >= 0, got 'abc'"),
+                            ({"epsilon": "0.5"}, "--epsilon must be in [0, 1], got '0.5'"),
+                            ({"best": True, "last": True}, "--best and --last name two different files")):
+        with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
+            hogwild_dqn.load_policy(cartpole_q1, **kwargs)
+    if not torch.cuda.is_available():
+        with pytest.raises(ConfigError, match="--device cuda: no CUDA device is available here"):
+            hogwild_dqn.load_policy(cartpole_q1, device="cuda")
+    good = torch.load(cartpole_q1 / "checkpoint.pt", weights_only=False)
+    for key, value in (("algo", "zzz"), ("hidden", "abc"), ("obs_shape", "abc"), ("frames", "abc"),
+                       ("best_eval_return", "abc")):
+        run = tmp_path / f"bad-{key}"
+        shutil.copytree(cartpole_q1, run)
+        ckpt = {**good, "config": {**good["config"]}}
+        (ckpt["config"] if key in ("algo", "hidden") else ckpt)[key] = value
+        torch.save(ckpt, run / "checkpoint.pt")
+        with pytest.raises(ConfigError, match=rf"^checkpoint {run / 'checkpoint.pt'}") as caught:
+            hogwild_dqn.load_policy(run)
+        assert "\n" not in str(caught.value), key
+        proc = run_play(run, "--no-video", "--episodes", "1")
+        assert proc.returncode == 2 and proc.stderr.startswith("play: error: checkpoint "), proc.stderr[-2000:]

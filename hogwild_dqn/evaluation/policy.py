@@ -92,6 +92,29 @@ def policy_file(run_dir: Path, best: bool = False) -> Path:
                       + ("" if best or not (run_dir / "best.pt").is_file() else " (it has best.pt: --best plays it)"))
 
 
+def check_arguments(device="cpu", seed: int | None = 0, epsilon: float | None = None, best: bool = False,
+                    last: bool | None = None) -> None:
+    """load_policy's and play's arguments, with the flags' names: a ConfigError of one line for a bad one."""
+    if best and last:
+        raise ConfigError("--best and --last name two different files; choose one")
+    def shown(v) -> str:  # a number as the flag would have it, anything else as Python writes it
+        return str(v) if isinstance(v, (int, float, np.number)) and not isinstance(v, bool) else repr(v)
+
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
+        raise ConfigError(f"--seed must be an integer >= 0, got {shown(seed)}")
+    if epsilon is not None and (isinstance(epsilon, bool) or not isinstance(epsilon, (int, float, np.number))
+                                or not 0 <= epsilon <= 1):
+        raise ConfigError(f"--epsilon must be in [0, 1], got {shown(epsilon)}")
+    try:
+        kind = torch.device(device).type
+    except (RuntimeError, TypeError):
+        raise ConfigError(f"--device must be cpu or cuda, got {device!r}") from None
+    if kind not in ("cpu", "cuda"):
+        raise ConfigError(f"--device must be cpu or cuda, got {device!r}")
+    if kind == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"--device {device}: no CUDA device is available here")
+
+
 def load_policy(run_dir: str | Path, device: str = "cpu", seed: int = 0, deterministic: bool | None = None,
                 best: bool = False, epsilon: float | None = None, last: bool | None = None) -> Policy:
     """The trained agent of a run dir: its last weights (checkpoint.pt, which its score is about), or with
@@ -100,32 +123,35 @@ def load_policy(run_dir: str | Path, device: str = "cpu", seed: int = 0, determi
     and its frames: policy.source, policy.frames, policy.best_eval_return. `deterministic` (A3C): take the most
     likely action (the Gaussian's mean) rather than sample; None: the Gaussian's mean for continuous actions,
     else as the run evaluated (--deterministic-eval). `epsilon` (Q methods): the random-action probability in
-    place of the run's --eval-epsilon. `last`: the default now, kept for earlier callers (last=False: best)."""
+    place of the run's --eval-epsilon. `last`: the default now, kept for earlier callers (last=False: best).
+    Raises ConfigError, one line, for a bad argument, a missing file, or a checkpoint that is not one of a run."""
+    check_arguments(device, seed, epsilon, best, last)
     best = best or last is False
-    if epsilon is not None and not 0 <= epsilon <= 1:
-        raise ConfigError(f"--epsilon must be in [0, 1], got {epsilon}")
     path = policy_file(run_dir, best)
     ckpt = read_checkpoint(path)
     saved = ckpt.get("config")
     if not isinstance(saved, dict) or "obs_shape" not in ckpt or "n_actions" not in ckpt:
         raise ConfigError(f"checkpoint {path} is not a hogwild_dqn checkpoint (no config or env shapes)")
-    cfg = dataclasses.replace(Config(), **{k: v for k, v in saved.items() if k in FIELDS})
+    try:  # a checkpoint edited by hand, or of a version with other values, is one line, not a traceback
+        cfg = dataclasses.replace(Config(), **{k: v for k, v in saved.items() if k in FIELDS})
+        spec = SimpleNamespace(obs_shape=tuple(int(n) for n in ckpt["obs_shape"]), n_actions=int(ckpt["n_actions"]),
+                               continuous=bool(ckpt.get("continuous", False)))
+        frames, best_return = int(ckpt["frames"]), float(ckpt.get("best_eval_return", -math.inf))
+    except (KeyError, TypeError, ValueError) as e:
+        raise ConfigError(f"checkpoint {path} is not a hogwild_dqn checkpoint ({first_line(e)[:160]})") from None
     if epsilon is not None:
         if ALGORITHMS[cfg.algo].actor_critic:
             raise ConfigError(f"--epsilon is for the Q methods; {run_dir} is a {cfg.algo} run (A3C samples its "
                               "policy, or takes its most likely action with --deterministic)")
         cfg = dataclasses.replace(cfg, eval_epsilon=epsilon)
-    spec = SimpleNamespace(obs_shape=tuple(ckpt["obs_shape"]), n_actions=int(ckpt["n_actions"]),
-                           continuous=bool(ckpt.get("continuous", False)))
-    net = network_for(cfg, spec)
     try:
+        net = network_for(cfg, spec)
         net.load_state_dict(ckpt["model"])
-    except (RuntimeError, KeyError, TypeError) as e:
-        raise ConfigError(f"checkpoint {path} does not fit its own network ({first_line(e)[:120]})") \
-            from None
+    except (RuntimeError, KeyError, TypeError, ValueError) as e:
+        raise ConfigError(f"checkpoint {path}: its weights and values do not build its network here "
+                          f"({first_line(e)[:120]})") from None
     if deterministic is None and spec.continuous:  # a trained controller is judged by its mean action
         deterministic = True
     policy = Policy(net, cfg, device, seed, deterministic)
-    policy.source, policy.frames = path, int(ckpt["frames"])
-    policy.best_eval_return = float(ckpt.get("best_eval_return", -math.inf))
+    policy.source, policy.frames, policy.best_eval_return = path, frames, best_return
     return policy
