@@ -132,7 +132,7 @@ sweep: $(STAMP)
 
 # Curves, the speedup table and frames/s of every run under LOGDIR (default runs), written into LOGDIR.
 report: $(STAMP)
-	$(PY) -m hogwild_dqn.tools.report --logdir $(or $(LOGDIR),runs) $(call opt,--score,$(SCORE))
+	$(PY) -m hogwild_dqn.tools.report --logdir $(or $(LOGDIR),runs) $(call opt,--score,$(SCORE)) $(call opt,--game,$(GAME))
 
 # Throughput: bare emulator and every algorithm (dqn too) at 1 and 2 workers, medians of 3 repeats.
 bench: $(STAMP)

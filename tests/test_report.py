@@ -94,7 +94,7 @@ def test_report_errors_are_one_line(tmp_path, capsys):
     assert main(["--logdir", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"report: error: --logdir {tmp_path / 'none'} is not a directory",
-                   f"report: error: no run dirs (folders with a config.yaml) under {tmp_path}"]
+                   f"report: error: no run dirs (folders with a config.yaml) under {tmp_path}, or none readable"]
 
 
 def test_best_episode_video_is_saved_and_logged(tmp_path):

@@ -72,9 +72,16 @@ def test_the_reports_pass_over_what_is_not_a_runs_summary(tmp_path, cartpole_q1,
             (run / "config.yaml").write_text(config)
         if summary:
             (run / "summary.json").write_text(summary)
+    good = json.loads((cartpole_q1 / "summary.json").read_text())
+    for name, edit in (("evals-text", {"evals": "abc"}), ("eval-frames-text", {"evals": [{"frames": "x"}]}),
+                       ("eval-no-mean", {"evals": [{**good["evals"][0], "mean_return": None}]}),
+                       ("threads-null", {"threads": None}), ("final-text", {"final_eval": {"mean_return": "abc"}}),
+                       ("confirmed-text", {"confirmed": {"frames": "x", "wall_seconds": 1}})):
+        shutil.copytree(cartpole_q1, tmp_path / name)
+        (tmp_path / name / "summary.json").write_text(json.dumps({**good, **edit}))
     assert [r.path.name for r in report.read_runs(tmp_path)] == ["good"]
     said = capsys.readouterr().err.splitlines()
-    assert len(said) == 5 and all(line.startswith("report: passed over ") for line in said)
+    assert len(said) == 11 and all(line.startswith("report: passed over ") for line in said), said
 
     records = tmp_path / "records"
     records.mkdir()
@@ -83,7 +90,36 @@ def test_the_reports_pass_over_what_is_not_a_runs_summary(tmp_path, cartpole_q1,
     (records / "b.json").write_text(json.dumps({"algo": "q1", "status": "finished", "final_eval": {}}))
     (records / "c.json").write_text("[1]")
     (records / "d.json").write_text(json.dumps({**good, "final_eval": {"episodes": 30}}))  # a score without its mean
+    (records / "e.json").write_text(json.dumps({**good, "final_eval": {"mean_return": "abc"}}))  # a mean not a number
+    (records / "f.json").write_text(json.dumps({**good, "confirmed": {"frames": "x"}}))  # a stop without its numbers
     assert frontpage.finals(records, "q1") == {"CartPole-v1": [good["final_eval"]["mean_return"]]}
+    assert frontpage.confirmed(records) == "—"
+
+
+def test_the_sweep_report_is_of_one_game_and_the_front_page_of_a_checkout(tmp_path, capsys):
+    """Runs of several games under one --logdir would share one speedup table, timed against one game's score:
+    refused in one line, --game picks one. A --score that no run can reach (nan, inf) is refused too. The front
+    page refuses a --root without the records folders rather than wiping the table's cells."""
+    for game in ("Pong", "CartPole-v1"):
+        (tmp_path / game).mkdir()
+        (tmp_path / game / "config.yaml").write_text(f"game: {game}\nalgo: a3c\nthreads: 1\nseed: 1\n")
+    assert report.main(["--logdir", str(tmp_path)]) == 2
+    assert report.main(["--logdir", str(tmp_path), "--game", "Zork"]) == 2
+    assert report.main(["--logdir", str(tmp_path), "--score", "nan"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == (f"report: error: runs of 2 games under {tmp_path} (CartPole-v1, Pong): a sweep's report is of "
+                      "one game; choose it with --game")
+    assert err[1] == f"report: error: --game Zork: no run of it under {tmp_path} (its games: CartPole-v1, Pong)"
+    assert err[2] == "report: error: --score must be a finite number, got nan" and len(err) == 3
+    assert report.main(["--logdir", str(tmp_path), "--game", "Pong"]) == 0
+    assert "# Sweep report: Pong" in (tmp_path / "report.md").read_text()
+
+    root = tmp_path / "checkout"
+    root.mkdir()
+    (root / "README.md").write_text(frontpage.START + "\nold table\n" + frontpage.END + "\n")
+    assert frontpage.main(["--root", str(root)]) == 2
+    assert "no such records folder" in capsys.readouterr().err
+    assert (root / "README.md").read_text() == frontpage.START + "\nold table\n" + frontpage.END + "\n"
 
 
 def test_a_record_of_another_run_is_kept_not_overwritten(tmp_path, cartpole_q1, capsys):

@@ -112,15 +112,27 @@ def read_json(path: Path) -> dict | None:
 SUMMARY_KEYS = ("game", "algo", "seed", "status", "frames", "wall_seconds")  # every summary.json of ours has them
 
 
+def number(v) -> bool:
+    """Whether a value read from JSON is a number (true and false are not)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
 def summary_at(path: Path) -> dict | None:
     """A run's summary.json or its record, or None where there is none or the file is not one (unreadable, or not
-    an object with a summary's keys and, where it has a score, a mean), so that what is not a run's summary is
-    passed over rather than read half-way."""
+    an object with a summary's keys, a game and status that are text, and where it has a score or a confirmed
+    stop, their numbers), so that what is not a run's summary (or one edited by hand) is passed over rather than
+    read half-way."""
     s = read_json(path)
-    if not isinstance(s, dict) or not all(k in s for k in SUMMARY_KEYS) or not isinstance(s["status"], str):
+    if (not isinstance(s, dict) or not all(k in s for k in SUMMARY_KEYS) or not isinstance(s["status"], str)
+            or not isinstance(s["game"], str)):
         return None
-    final = s.get("final_eval")
-    return s if final is None or isinstance(final, dict) and "mean_return" in final else None
+    final, stop = s.get("final_eval"), s.get("confirmed")
+    if final is not None and not (isinstance(final, dict) and number(final.get("mean_return"))):
+        return None
+    if stop is not None and not (isinstance(stop, dict) and number(stop.get("frames"))
+                                 and number(stop.get("wall_seconds"))):
+        return None
+    return s
 
 
 def run_done(run: Path) -> bool:

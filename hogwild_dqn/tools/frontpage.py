@@ -123,6 +123,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--root", type=Path, default=ROOT, help="the checkout (default: this one)")
     args = p.parse_args(argv)
     readme = args.root / "README.md"
+    for folder in sorted({f for source in SOURCES for f in source[2:] if f}):
+        if not (args.root / folder).is_dir():  # read as empty, it would wipe its column and still say it wrote
+            print(f"frontpage: error: {args.root / folder}: no such records folder (is {args.root} the "
+                  "checkout?)", file=sys.stderr)
+            return 2
     try:
         now = readme.read_text()
         want = replace(now, table(args.root))

@@ -1,13 +1,15 @@
 """Sweep report: learning curves, the paper's speedup table (Table 2) and frames/s against thread count.
 
-    python -m hogwild_dqn.tools.report --logdir runs [--score 18]      (or: make report LOGDIR=runs)
+    python -m hogwild_dqn.tools.report --logdir runs [--game Pong] [--score 18]      (or: make report LOGDIR=runs)
 
 Reads every run dir under --logdir (summary.json, or the tensorboard event files of a run that has none
-yet) and writes report.md and PNG plots into --logdir. Unfinished runs are listed as such.
+yet) and writes report.md and PNG plots into --logdir. Unfinished runs are listed as such. A sweep is of one game:
+with runs of several under --logdir, --game picks one.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 import sys
 from collections import defaultdict
@@ -18,7 +20,7 @@ import yaml
 
 from hogwild_dqn.config import Parser, variant
 from hogwild_dqn.evaluation.scores import is_periodic
-from hogwild_dqn.tools import ended, fmt, one_line_errors, pyplot, save, summary_at, write_text
+from hogwild_dqn.tools import ended, fmt, number, one_line_errors, pyplot, save, summary_at, write_text
 
 # Reference scores for the speedup table when --score is not given (CartPole: the classic "solved" mark;
 # Atari: scores the paper's 16-thread agents passed early in training).
@@ -65,7 +67,7 @@ def read_run(path: Path) -> RunRecord | None:
     summary_file = path / "summary.json"
     if summary_file.is_file():
         s = summary_at(summary_file)
-        if s is None or not {"threads", "frames_per_second", "evals"} <= set(s):
+        if s is None or not _well_formed(s):
             print(f"report: passed over {path}: its summary.json is not a run's summary", file=sys.stderr)
             return None
         return RunRecord(path, s["game"], algo, s["threads"], s["seed"], s["status"], s["frames_per_second"],
@@ -75,6 +77,16 @@ def read_run(path: Path) -> RunRecord | None:
     last = evals[-1] if evals else {}
     return RunRecord(path, cfg.get("game", "?"), algo, cfg.get("threads") or 0, cfg.get("seed", 0),
                "unfinished (no summary.json)", None, evals, last.get("frames"), last.get("wall_seconds"))
+
+
+def _well_formed(s: dict) -> bool:
+    """Whether a summary.json (summary_at's) has what the report reads, of its kinds: a file edited by hand, or
+    another program's, is passed over rather than failing the report."""
+    return (isinstance(s.get("threads"), int) and "frames_per_second" in s
+            and (s["frames_per_second"] is None or number(s["frames_per_second"]))
+            and isinstance(s.get("evals"), list)
+            and all(isinstance(e, dict) and all(number(e.get(k)) for k in ("frames", "wall_seconds", "mean_return"))
+                    for e in s["evals"]))
 
 
 def evals_from_events(path: Path) -> list[dict]:
@@ -141,7 +153,8 @@ def plot_curves(runs: list[RunRecord], x: str, out: Path) -> None:
         ax.set_title(f"{' / '.join(sorted({r.game for r in runs}))} {algo}")
         ax.set_xlabel("global frames" if x == "frames" else "wall time (s)")
         ax.grid(alpha=0.3)
-        ax.legend()
+        if ax.get_legend_handles_labels()[0]:  # runs without evaluations draw nothing to name
+            ax.legend()
     axes[0][0].set_ylabel("evaluation mean return")
     save(fig, out)
 
@@ -160,17 +173,27 @@ def plot_bars(rows: list[dict], key: str, ylabel: str, out: Path, ideal: bool = 
     ax.set_xticks(ns)
     ax.set_xlabel("threads (worker processes)")
     ax.set_ylabel(ylabel)
-    ax.legend()
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend()
     ax.grid(alpha=0.3)
     save(fig, out)
 
 
-def write_report(logdir: Path, score: float | None) -> Path:
-    """Write report.md and the PNGs into logdir; return the report's path."""
+def write_report(logdir: Path, score: float | None, game: str | None = None) -> Path:
+    """Write report.md and the PNGs into logdir (the runs of `game`, where runs of several games are there);
+    return the report's path."""
     runs = read_runs(logdir)
     if not runs:
-        raise ReportError(f"no run dirs (folders with a config.yaml) under {logdir}")
+        raise ReportError(f"no run dirs (folders with a config.yaml) under {logdir}, or none readable")
     games = sorted({r.game for r in runs})
+    if game is not None:
+        runs = [r for r in runs if r.game == game]
+        if not runs:
+            raise ReportError(f"--game {game}: no run of it under {logdir} (its games: {', '.join(games)})")
+        games = [game]
+    elif len(games) > 1:  # one speedup table over several games would time each against one game's score
+        raise ReportError(f"runs of {len(games)} games under {logdir} ({', '.join(games)}): a sweep's report is of "
+                          "one game; choose it with --game")
     score = score if score is not None else DEFAULT_SCORES.get(games[0])
     if score is None:
         raise ReportError(f"no default reference score for {games[0]}; pass --score")
@@ -220,13 +243,16 @@ def main(argv: list[str] | None = None) -> int:
     p = Parser(prog="python -m hogwild_dqn.tools.report", description=__doc__.splitlines()[0])
     p.add_argument("--logdir", default="runs", help="log root holding the run dirs (default: runs)")
     p.add_argument("--score", type=float, default=None, help="reference score for the speedup table")
+    p.add_argument("--game", default=None, help="the game whose runs to report, where --logdir holds several")
     args = p.parse_args(argv)
+    if args.score is not None and not math.isfinite(args.score):
+        p.error(f"--score must be a finite number, got {args.score}")
     logdir = Path(args.logdir)
     if not logdir.is_dir():
         print(f"report: error: --logdir {logdir} is not a directory", file=sys.stderr)
         return 2
     try:
-        out = write_report(logdir, args.score)
+        out = write_report(logdir, args.score, args.game)
     except ReportError as e:
         print(f"report: error: {e}", file=sys.stderr)
         return 2
