@@ -92,19 +92,21 @@ def policy_file(run_dir: Path, best: bool = False) -> Path:
                       + ("" if best or not (run_dir / "best.pt").is_file() else " (it has best.pt: --best plays it)"))
 
 
+def _shown(v) -> str:
+    """A number as its flag would have it, anything else as Python writes it."""
+    return str(v) if isinstance(v, (int, float, np.number)) and not isinstance(v, bool) else repr(v)
+
+
 def check_arguments(device="cpu", seed: int | None = 0, epsilon: float | None = None, best: bool = False,
                     last: bool | None = None) -> None:
     """load_policy's and play's arguments, with the flags' names: a ConfigError of one line for a bad one."""
     if best and last:
         raise ConfigError("--best and --last name two different files; choose one")
-    def shown(v) -> str:  # a number as the flag would have it, anything else as Python writes it
-        return str(v) if isinstance(v, (int, float, np.number)) and not isinstance(v, bool) else repr(v)
-
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
-        raise ConfigError(f"--seed must be an integer >= 0, got {shown(seed)}")
+        raise ConfigError(f"--seed must be an integer >= 0, got {_shown(seed)}")
     if epsilon is not None and (isinstance(epsilon, bool) or not isinstance(epsilon, (int, float, np.number))
                                 or not 0 <= epsilon <= 1):
-        raise ConfigError(f"--epsilon must be in [0, 1], got {shown(epsilon)}")
+        raise ConfigError(f"--epsilon must be in [0, 1], got {_shown(epsilon)}")
     try:
         kind = torch.device(device).type
     except (RuntimeError, TypeError):
