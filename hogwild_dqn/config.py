@@ -353,7 +353,7 @@ def _coerce(key: str, value, where: str):
     if value is None and FIELDS[key].default is None:
         return None
     if want is list:
-        if not isinstance(value, list) or not all(_is_number(v) for v in value):
+        if not isinstance(value, list) or not all(is_number(v) for v in value):
             raise ConfigError(f"{where} must be a list of numbers, got {value!r}")
         return [float(v) for v in value]
     ok = isinstance(value, want) and not (want is int and isinstance(value, bool))
@@ -364,7 +364,8 @@ def _coerce(key: str, value, where: str):
     return value
 
 
-def _is_number(v) -> bool:
+def is_number(v) -> bool:
+    """Whether a value read from YAML or JSON is a number (true and false are not)."""
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 

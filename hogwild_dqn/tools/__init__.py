@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from hogwild_dqn.config import ConfigError
+from hogwild_dqn.config import ConfigError, is_number
 from hogwild_dqn.files import WriteFailed, atomic_bytes, atomic_write
 from hogwild_dqn.rundir import in_use
 
@@ -112,11 +112,6 @@ def read_json(path: Path) -> dict | None:
 SUMMARY_KEYS = ("game", "algo", "seed", "status", "frames", "wall_seconds")  # every summary.json of ours has them
 
 
-def number(v) -> bool:
-    """Whether a value read from JSON is a number (true and false are not)."""
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
 def summary_at(path: Path) -> dict | None:
     """A run's summary.json or its record, or None where there is none or the file is not one (unreadable, or not
     an object with a summary's keys, a game and status that are text, and where it has a score or a confirmed
@@ -127,10 +122,10 @@ def summary_at(path: Path) -> dict | None:
             or not isinstance(s["game"], str)):
         return None
     final, stop = s.get("final_eval"), s.get("confirmed")
-    if final is not None and not (isinstance(final, dict) and number(final.get("mean_return"))):
+    if final is not None and not (isinstance(final, dict) and is_number(final.get("mean_return"))):
         return None
-    if stop is not None and not (isinstance(stop, dict) and number(stop.get("frames"))
-                                 and number(stop.get("wall_seconds"))):
+    if stop is not None and not (isinstance(stop, dict) and is_number(stop.get("frames"))
+                                 and is_number(stop.get("wall_seconds"))):
         return None
     return s
 

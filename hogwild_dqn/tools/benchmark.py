@@ -150,6 +150,7 @@ def train(cmd: list[str], log: Path) -> int:
         quiet = os.open(os.devnull, os.O_WRONLY)
         os.dup2(quiet, 1)
         os.dup2(quiet, 2)
+        os.close(quiet)  # 1 and 2 now point where it did: a second hang-up must not leave one more open
         proc.send_signal(signal.SIGTERM)
 
     handlers = {sig: signal.signal(sig, lambda signum, frame: proc.send_signal(signum))

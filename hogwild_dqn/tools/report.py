@@ -18,9 +18,9 @@ from pathlib import Path
 
 import yaml
 
-from hogwild_dqn.config import Parser, variant
+from hogwild_dqn.config import Parser, is_number, variant
 from hogwild_dqn.evaluation.scores import is_periodic
-from hogwild_dqn.tools import ended, fmt, number, one_line_errors, pyplot, save, summary_at, write_text
+from hogwild_dqn.tools import ended, fmt, one_line_errors, pyplot, save, summary_at, write_text
 
 # Reference scores for the speedup table when --score is not given (CartPole: the classic "solved" mark;
 # Atari: scores the paper's 16-thread agents passed early in training).
@@ -83,9 +83,9 @@ def _well_formed(s: dict) -> bool:
     """Whether a summary.json (summary_at's) has what the report reads, of its kinds: a file edited by hand, or
     another program's, is passed over rather than failing the report."""
     return (isinstance(s.get("threads"), int) and "frames_per_second" in s
-            and (s["frames_per_second"] is None or number(s["frames_per_second"]))
+            and (s["frames_per_second"] is None or is_number(s["frames_per_second"]))
             and isinstance(s.get("evals"), list)
-            and all(isinstance(e, dict) and all(number(e.get(k)) for k in ("frames", "wall_seconds", "mean_return"))
+            and all(isinstance(e, dict) and all(is_number(e.get(k)) for k in ("frames", "wall_seconds", "mean_return"))
                     for e in s["evals"]))
 
 
