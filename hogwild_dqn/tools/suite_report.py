@@ -5,7 +5,8 @@ The report opens with the interquartile mean (IQM) of the human-normalized final
 last weights over --final-eval-episodes games), then that of the games' means, each with a 95% stratified-bootstrap
 confidence interval (rliable: Agarwal et al. 2021; `make install-benchmark`), then per game the mean ± std over
 seeds. Beside it (benchmark_beside.png): other suites' records (--compare, e.g. A3C's: their IQM, performance
-profile and the probability that a run of ours beats one of theirs, benchmark_improvement.png) and published scores
+profile, the probability that a run of ours beats one of theirs, benchmark_improvement.png, and the games where
+our mean is below theirs by more than their std over seeds) and published scores
 (--published; on Atari docs/published/atari_10m.csv by default), each row with its protocol, and Atari-5's estimate
 of the 57-game median where the suite has its five games (the paper's band and an interval over runs; the suite's own
 estimate under its IQM).
@@ -287,6 +288,7 @@ def beside_others(args: argparse.Namespace, scores: list[Score], agg: dict, out:
         lines.append(f"- P({ours_name} > {their_name}): a run of this suite scores above one of `{folder}` on the "
                      f"same game with probability **{poi[0]:.3f}** (95% CI {poi[1]:.3f} to {poi[2]:.3f}; rliable's "
                      "probability of improvement, averaged over games).")
+        lines.append(f"- Game by game against {their_name}: " + below(means, theirs, games))
     for pub in published.read(args.published, games) if args.published else []:
         runs = published.run_matrix(pub, games, normalize)
         iqm = (interval({"iqm": np.array(runs)}, lambda x: np.array([metrics.aggregate_iqm(x)]), args.reps)["iqm"]
@@ -325,6 +327,23 @@ def beside_others(args: argparse.Namespace, scores: list[Score], agg: dict, out:
         plot_improvement(improvements, out / "benchmark_improvement.png")
         figures += ["", "![probability of improvement over each compared suite](benchmark_improvement.png)"]
     return head + ([""] + lines if lines else []) + figures
+
+
+def below(means: dict[str, float], theirs: list[Score], games: list[str]) -> str:
+    """The games whose mean final score is below another suite's mean by more than that suite's spread over seeds
+    (the std of its seeds' finals): the test a candidate default passes beside the default it would replace."""
+    if len({s.seed for s in theirs}) < 2:
+        return "one seed a game there, so no spread over seeds to hold the means against."
+    lower = []
+    for game in games:
+        finals = [s.final_mean for s in theirs if s.game == game and s.final_mean is not None]
+        if len(finals) > 1 and means[game] < statistics.mean(finals) - statistics.stdev(finals):
+            lower.append(f"{game} ({fmt(means[game])} against {spread(finals)})")
+    if not lower:
+        return ("this suite's mean is not below its mean by more than its std over seeds on "
+                f"{'any of the ' + str(len(games)) + ' games' if len(games) > 1 else games[0]}.")
+    where = f"{len(lower)} of the {len(games)} games" if len(games) > 1 else "its one game"
+    return f"this suite's mean is below its mean by more than its std over seeds on {where}: {', '.join(lower)}."
 
 
 def atari5_estimate(means: dict[str, float], raw, games: list[str], reps: int) -> tuple:
