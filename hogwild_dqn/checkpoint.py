@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from hogwild_dqn.config import ConfigError, first_line
+from hogwild_dqn.config import ConfigError, first_line, is_number, read_yaml
 from hogwild_dqn.files import atomic_bytes, atomic_write
 from hogwild_dqn.schedules import resumed_lr
 from hogwild_dqn.version import __version__, versions
@@ -90,7 +90,42 @@ def read_checkpoint(path: Path) -> dict:
         made = saved.get("hogwild_dqn", "an unknown version") if isinstance(saved, dict) else "an unknown version"
         raise ConfigError(f"checkpoint {path} has format {fmt!r} (written by hogwild_dqn {made}); this is "
                           f"hogwild_dqn {__version__}, which reads formats 1-{FORMAT}: upgrade it")
+    return _checked(ckpt, path)
+
+
+def _checked(ckpt: dict, path: Path) -> dict:
+    """The checkpoint whose values a resume or a player reads are of their kinds: one edited or damaged by hand
+    is a one-line ConfigError, not a traceback later (or a run resumed from a negative frame count)."""
+    def whole(v) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+    def number(v) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and not math.isnan(v)
+
+    lr_start = ckpt.get("lr_start")
+    faults = [key for key, fine in (
+        ("frames", whole(ckpt["frames"])),
+        ("best_eval_return", number(ckpt.get("best_eval_return", 0.0))),
+        ("target_epoch", whole(ckpt.get("target_epoch", 0))),
+        ("config", isinstance(ckpt.get("config", {}), dict)),
+        ("lr_start", lr_start is None or (isinstance(lr_start, (list, tuple)) and len(lr_start) == 2
+                                          and whole(lr_start[0]) and number(lr_start[1]))),
+        ("worker_frames", ckpt.get("worker_frames") is None or isinstance(ckpt["worker_frames"], torch.Tensor)),
+        ("worker_eps", ckpt.get("worker_eps") is None or isinstance(ckpt["worker_eps"], torch.Tensor)),
+        ("wall_seconds", "wall_seconds" not in ckpt or (number(ckpt["wall_seconds"]) and ckpt["wall_seconds"] >= 0)),
+        ("evals", "evals" not in ckpt or _evals(ckpt["evals"])),
+    ) if not fine]
+    if faults:
+        key = faults[0]
+        raise ConfigError(f"checkpoint {path} is damaged: its {key} is {ckpt.get(key)!r:.60}; restore it from a copy "
+                          "(best.pt is the best evaluation's)")
     return ckpt
+
+
+def _evals(evals) -> bool:
+    """Whether a list of evaluations (summary.json's or a checkpoint's) holds what a run's history reads."""
+    return isinstance(evals, list) and all(
+        isinstance(e, dict) and is_number(e.get("frames")) and is_number(e.get("mean_return")) for e in evals)
 
 
 def earlier_summary(path: Path) -> dict:
@@ -106,7 +141,10 @@ def earlier_summary(path: Path) -> dict:
                           "resume from the checkpoint's own record of the run")
     for key, kind in (("frames", int), ("wall_seconds", (int, float)), ("evals", list),
                       ("final_eval", (dict, type(None)))):
-        if key in summary and (isinstance(summary[key], bool) or not isinstance(summary[key], kind)):
+        value = summary.get(key)
+        if key in summary and (isinstance(value, bool) or not isinstance(value, kind)
+                               or (key == "wall_seconds" and not (math.isfinite(value) and value >= 0))
+                               or (key == "evals" and not _evals(value))):
             raise ConfigError(f"{path} is not a run's summary (its {key} is {summary[key]!r:.40}); move it aside to "
                               "resume from the checkpoint's own record of the run")
     return summary
@@ -119,6 +157,13 @@ def resume_point(run_dir: Path, cfg) -> tuple[dict, dict]:
     had reached, annealed from there to 0 at the new --frames)."""
     run_dir = Path(run_dir)
     ckpt = load_checkpoint(run_dir / "checkpoint.pt", cfg.game, cfg.algo)
+    # config.yaml cut short (or emptied) would resume on the defaults of every value it lost: its checkpoint knows
+    kept = read_yaml(run_dir / "config.yaml")
+    missing = [k for k in ckpt.get("config", {}) if k not in kept]
+    if missing:
+        raise ConfigError(f"{run_dir / 'config.yaml'} lacks {len(missing)} of the run's values "
+                          f"({', '.join(missing[:4])}{', ...' if len(missing) > 4 else ''}): it was cut or edited; "
+                          "restore it (checkpoint.pt's config holds them all) to resume")
     summary_path = run_dir / "summary.json"
     old = earlier_summary(summary_path) if summary_path.is_file() else {}
     # a run stopped during its final evaluation may be resumed with no frames to add: it plays that evaluation

@@ -255,6 +255,8 @@ class Config:
         if isinstance(self.max_restarts, bool) or self.max_restarts < 0:
             raise ConfigError(f"--max-restarts must be an integer >= 0, got {self.max_restarts!r}")
         positive("seed", integer=True, zero=True)  # numpy's SeedSequence takes no negative seed
+        if self.seed >= 2**63:  # torch.manual_seed takes a signed 64-bit integer
+            raise ConfigError(f"--seed must be below 2**63, got {self.seed}")
         if len(self.adam_betas) != 2 or not all(isinstance(b, (int, float)) and 0 <= b < 1 for b in self.adam_betas):
             raise ConfigError(f"--adam-betas must be two numbers in [0, 1), got {self.adam_betas!r}")
         if not all(isinstance(p, (int, float)) and 0 <= p <= 1 for p in self.eps_probs):
@@ -365,8 +367,9 @@ def _coerce(key: str, value, where: str):
 
 
 def is_number(v) -> bool:
-    """Whether a value read from YAML or JSON is a number (true and false are not)."""
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+    """Whether a value read from YAML or JSON is a finite number (true and false are not, nor NaN or infinity,
+    which Python's json reads: no table or schedule can take them)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 VECTOR_PRESETS = {"Pendulum-v1": "pendulum"}  # gymnasium ids with a preset (configs/<kind>.yaml) of their own
@@ -463,8 +466,8 @@ def load(argv: list[str] | None = None, prog: str = "train.py",
     resume = args.pop("resume", None)
     cfg = Config()
     if resume is not None:
-        if "config" in args or "run_dir" in args:
-            given = "--config" if "config" in args else "--run-dir"
+        if "config" in args or "run_dir" in args or "logdir" in args:
+            given = "--config" if "config" in args else "--run-dir" if "run_dir" in args else "--logdir"
             raise ConfigError(f"--resume {resume} continues that run with its own config.yaml, in its own dir; "
                               f"{given} cannot change them")
         source = Path(resume) / "config.yaml"

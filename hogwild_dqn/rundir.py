@@ -12,7 +12,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from hogwild_dqn.config import Config, ConfigError
+from hogwild_dqn.config import Config, ConfigError, first_line
 
 
 def new_run_dir(cfg: Config, threads: int) -> Path:
@@ -41,7 +41,11 @@ def prepare_run_dir(cfg: Config, threads: int, resume: str | None) -> Path:
             raise ConfigError(f"cannot resume {path}: {path / 'checkpoint.pt'} does not exist")
         hold(path)
         for stale in path.glob(".*.tmp"):  # a write that was killed half-way; the real file is intact
-            stale.unlink()
+            try:
+                stale.unlink()
+            except OSError as e:  # a folder of that name, a read-only dir: the run could not write here either
+                raise ConfigError(f"cannot resume {path}: {stale.name}, a write cut short, cannot be removed "
+                                  f"({e.strerror or first_line(e)}); remove it, or make the dir writable") from None
         return path
     if not cfg.run_dir:
         return new_run_dir(cfg, threads)

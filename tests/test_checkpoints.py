@@ -219,7 +219,9 @@ def test_the_runner_writes_checkpoint_pt_only_once_the_evaluator_is_gone(tmp_pat
 
 @pytest.mark.parametrize("text, message", [("{\"status\": ", "cannot be read"),
                                            ("[1, 2]", "is not a run's summary (a JSON list)"),
-                                           ('{"frames": null, "evals": []}', "(its frames is None)")])
+                                           ('{"frames": null, "evals": []}', "(its frames is None)"),
+                                           ('{"evals": [1, 2]}', "(its evals is [1, 2])"),
+                                           ('{"wall_seconds": NaN}', "(its wall_seconds is nan)")])
 def test_a_resume_over_an_unreadable_summary_is_one_line_and_keeps_the_run(tmp_path, short_run, text, message):
     """summary.json holds the earlier sessions' record: one that cannot be read stops the resume in one line,
     with every file of the run as it was, rather than a traceback or a guess."""
@@ -230,6 +232,45 @@ def test_a_resume_over_an_unreadable_summary_is_one_line_and_keeps_the_run(tmp_p
     proc = run_train("--resume", run, "--frames", 3000, timeout=120)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert message in proc.stderr and "move it aside" in proc.stderr and "Traceback" not in proc.stderr
+    assert {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()} == before
+
+
+@pytest.mark.parametrize("edit, message", [
+    ({"frames": -5}, "its frames is -5"), ({"frames": "abc"}, "its frames is 'abc'"),
+    ({"lr_start": "x"}, "its lr_start is 'x'"), ({"config": 5}, "its config is 5"),
+    ({"target_epoch": "x"}, "its target_epoch is 'x'"), ({"worker_frames": [1, 2]}, "its worker_frames is [1, 2]"),
+    ({"best_eval_return": "x"}, "its best_eval_return is 'x'"), (None, "of the run's values (")])
+def test_a_resume_from_an_edited_checkpoint_or_a_cut_config_is_one_line_and_keeps_the_run(tmp_path, short_run, edit,
+                                                                                          message):
+    """A checkpoint whose values were edited or damaged, or a config.yaml cut short (None: its last lines gone,
+    which would have resumed on the defaults of every value it lost), stops the resume in one line with every file
+    of the run as it was: never a traceback, and never a run that goes on from a negative frame count."""
+    run = tmp_path / "run"
+    shutil.copytree(short_run, run)
+    if edit is None:
+        lines = (run / "config.yaml").read_text().splitlines()
+        (run / "config.yaml").write_text("\n".join(lines[:len(lines) - 60]) + "\n")
+    else:
+        ckpt = torch.load(run / "checkpoint.pt", weights_only=True)
+        torch.save({**ckpt, **edit}, run / "checkpoint.pt")
+    before = {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()}
+    proc = run_train("--resume", run, "--frames", 3000, "--eval-every", 1000, timeout=120)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert message in proc.stderr and "Traceback" not in proc.stderr
+    assert {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()} == before
+
+
+def test_a_write_cut_short_that_cannot_be_removed_stops_the_resume_in_one_line(tmp_path, short_run):
+    """A resume removes the temporary files of writes cut short; one it cannot remove (here a folder of that name)
+    is said in one line, with the run as it was."""
+    run = tmp_path / "run"
+    shutil.copytree(short_run, run)
+    (run / ".checkpoint.pt.x.tmp").mkdir()
+    before = {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()}
+    proc = run_train("--resume", run, "--frames", 3000, "--eval-every", 1000, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+        f"train.py: error: cannot resume {run}: .checkpoint.pt.x.tmp, a write cut short, cannot be removed (Is a "
+        "directory); remove it, or make the dir writable"], proc.stderr
     assert {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()} == before
 
 

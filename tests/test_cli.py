@@ -31,6 +31,7 @@ BAD = [
     (["--eps-finals", "0.1", "inf", "--eps-probs", "0.5", "0.5"], "--eps-finals must be a finite number, got inf"),
     (["--frames", "1000", "--eval-every", "5000"], "--eval-every 5000 is larger than --frames 1000"),
     (["--seed", "-1"], "--seed must be an integer >= 0, got -1"),
+    (["--seed", str(2**64)], f"--seed must be below 2**63, got {2**64}"),  # torch's seed is a signed 64-bit one
     (["--optimizer", "adam", "--adam-betas", "0.9"], "--adam-betas must be two numbers in [0, 1), got [0.9]"),
     (["--adam-betas", "1.5", "0.9"], "--adam-betas must be two numbers in [0, 1), got [1.5, 0.9]"),
     (["--eps-finals", "0.1", "0.2", "--eps-probs", "1.5", "-0.5"], "--eps-probs must be probabilities in [0, 1]"),
@@ -118,8 +119,8 @@ def test_existing_run_dir_is_refused_and_kept(tmp_path):
     assert (run / "checkpoint.pt").read_bytes() == b"precious" and len(list(run.iterdir())) == 1
 
 
-def test_resume_refuses_another_config_or_run_dir(tmp_path):
-    for flag in ("--config", "--run-dir"):
+def test_resume_refuses_another_config_run_dir_or_logdir(tmp_path):
+    for flag in ("--config", "--run-dir", "--logdir"):
         proc = run_train("--resume", tmp_path / "run", flag, tmp_path / "other", timeout=120)
         assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
         assert f"continues that run with its own config.yaml, in its own dir; {flag} cannot change them" in proc.stderr

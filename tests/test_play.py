@@ -139,3 +139,8 @@ def test_load_policy_says_a_bad_argument_or_checkpoint_in_one_line(cartpole_q1, 
         assert "\n" not in str(caught.value), key
         proc = run_play(run, "--no-video", "--episodes", "1")
         assert proc.returncode == 2 and proc.stderr.startswith("play: error: checkpoint "), proc.stderr[-2000:]
+        if key == "algo":  # with --epsilon too, which asks the algorithm whether it is a Q method
+            proc = run_play(run, "--no-video", "--episodes", "1", "--epsilon", "0.1")
+            assert proc.returncode == 2 and proc.stderr == (f"play: error: checkpoint {run / 'checkpoint.pt'} is of "
+                                                            "the algorithm 'zzz', which this version does not have "
+                                                            "(q1, sarsa1, nq, a3c, dqn, ppo)\n"), proc.stderr[-2000:]

@@ -134,6 +134,10 @@ def load_policy(run_dir: str | Path, device: str = "cpu", seed: int = 0, determi
     saved = ckpt.get("config")
     if not isinstance(saved, dict) or "obs_shape" not in ckpt or "n_actions" not in ckpt:
         raise ConfigError(f"checkpoint {path} is not a hogwild_dqn checkpoint (no config or env shapes)")
+    if saved.get("algo") not in ALGORITHMS:
+        raise ConfigError(f"checkpoint {path} is of the algorithm {saved.get('algo')!r:.40}, which this version "
+                          f"does not have ({', '.join(ALGORITHMS)})")
+    kind = ALGORITHMS[saved["algo"]]
     try:  # a checkpoint edited by hand, or of a version with other values, is one line, not a traceback
         cfg = dataclasses.replace(Config(), **{k: v for k, v in saved.items() if k in FIELDS})
         spec = SimpleNamespace(obs_shape=tuple(int(n) for n in ckpt["obs_shape"]), n_actions=int(ckpt["n_actions"]),
@@ -142,7 +146,7 @@ def load_policy(run_dir: str | Path, device: str = "cpu", seed: int = 0, determi
     except (KeyError, TypeError, ValueError) as e:
         raise ConfigError(f"checkpoint {path} is not a hogwild_dqn checkpoint ({first_line(e)[:160]})") from None
     if epsilon is not None:
-        if ALGORITHMS[cfg.algo].actor_critic:
+        if kind.actor_critic:
             raise ConfigError(f"--epsilon is for the Q methods; {run_dir} is a {cfg.algo} run (A3C samples its "
                               "policy, or takes its most likely action with --deterministic)")
         cfg = dataclasses.replace(cfg, eval_epsilon=epsilon)
