@@ -31,6 +31,8 @@ RECORD  ?=
 SECONDS ?=
 
 opt = $(if $(strip $(2)),$(1) $(2))
+# SEEDS as the user gave it (its default, 1, is the sweep's; the suite and the ablation have their own)
+seeds_given = $(if $(filter command line environment,$(origin SEEDS)),$(SEEDS))
 TRAIN_ARGS = $(call opt,--game,$(GAME)) $(call opt,--algo,$(ALGO)) $(call opt,--threads,$(THREADS)) \
              $(call opt,--frames,$(FRAMES)) $(call opt,--seed,$(SEED)) $(call opt,--run-dir,$(RUN_DIR)) \
              $(call opt,--config,$(CONFIG)) $(call opt,--logdir,$(LOGDIR)) $(call opt,--resume,$(RESUME)) \
@@ -125,6 +127,7 @@ check: $(DEV_STAMP)
 SWEEP_ARGS = $(call opt,--game,$(GAME)) $(call opt,--algo,$(ALGO)) $(call opt,--frames,$(FRAMES)) \
              $(call opt,--config,$(CONFIG)) $(call opt,--logdir,$(LOGDIR)) $(ARGS)
 sweep: $(STAMP)
+	@test -n "$(strip $(SEEDS))" || { echo "make sweep: SEEDS is empty: give the seeds to run, e.g. SEEDS=\"1 2 3\"" >&2; exit 2; }
 	@set -e; for t in $(or $(THREADS),1 2); do for s in $(SEEDS); do \
 	  echo "== sweep: threads $$t, seed $$s"; \
 	  $(VENV)/bin/hogwild-train $(SWEEP_ARGS) --threads $$t --seed $$s; \
@@ -171,12 +174,14 @@ figures: $(STAMP)
 # RECORD=DIR keeps each ended run's summary there (docs/benchmark/records for this repository's results).
 benchmark: $(BENCHMARK_STAMP) $(if $(filter mujoco,$(SUITE)),$(BASELINES_STAMP) $(MUJOCO_STAMP))
 	$(PY) -m hogwild_dqn.tools.benchmark $(call opt,--suite,$(SUITE)) $(call opt,--logdir,$(LOGDIR)) \
-	  $(call opt,--games,$(GAMES)) $(call opt,--seeds,$(SEEDS_LIST)) $(call opt,--frames,$(FRAMES)) \
+	  $(call opt,--games,$(GAMES)) $(call opt,--seeds,$(or $(SEEDS_LIST),$(seeds_given))) $(call opt,--frames,$(FRAMES)) \
 	  $(call opt,--algo,$(ALGO)) $(call opt,--threads,$(THREADS)) $(call opt,--record,$(RECORD)) $(BENCHMARK_ARGS)
 
 # DQN's replay memory x target network, on and off, on CartPole with 5 seeds: table and plot (docs/results.md).
 ablation: $(STAMP)
-	$(PY) -m hogwild_dqn.tools.ablation $(call opt,--logdir,$(LOGDIR)) $(call opt,--frames,$(FRAMES)) $(ARGS)
+	$(PY) -m hogwild_dqn.tools.ablation $(call opt,--logdir,$(LOGDIR)) $(call opt,--frames,$(FRAMES)) \
+	  $(call opt,--game,$(GAME)) $(call opt,--threads,$(THREADS)) $(call opt,--seeds,$(seeds_given)) \
+	  $(call opt,--score,$(SCORE)) $(ARGS)
 
 # Memory soak: a real Pong run for MINUTES; RSS of every process at minute 5 and at the end.
 soak: $(STAMP)

@@ -4,6 +4,7 @@ skipping of done runs, the resumption of a stopped one, and bad input."""
 import csv
 import json
 import re
+import shutil
 import signal
 import statistics
 import sys
@@ -118,6 +119,16 @@ def test_a_stopped_suite_resumes_its_cut_run_from_the_checkpoint(tmp_path):
     row = [line for line in (tmp_path / "benchmark.md").read_text().splitlines() if "(2 sessions, " in line]
     assert len(row) == 1 and row[0].startswith("| CartPole-v1 |") and "% other work)" in row[0]
     assert summary["wall_seconds"] > cut["wall_seconds"] and summary["final_eval"]["episodes"] == 5
+    # the same suite asked with another frame budget: its ended run (or, with the run dir gone, its record) is not
+    # that suite's run, so it is refused in one line, not kept as done, and nothing is written
+    shutil.move(tmp_path / "benchmark.md", tmp_path / "before.md")
+    for where in ("run dir", "record"):
+        if where == "record":
+            shutil.move(run, tmp_path / "elsewhere")
+        again = benchmark(*SUITE, "--frames", "80000", "--seeds", 1, "--logdir", tmp_path, "--record", record, *TRAIN)
+        assert again.returncode == 2 and len(again.stderr.strip().splitlines()) == 1, again.stderr
+        assert f"{run} holds a run of other settings than this one (frames 40000 there, 80000 here)" in again.stderr
+        assert not (tmp_path / "benchmark.md").exists()
 
 
 def test_a_hang_up_stops_the_suites_run_as_sigterm_does(tmp_path):

@@ -4,12 +4,16 @@ that are not a run's summary passed over, not read half-way."""
 import argparse
 import json
 import shutil
+import signal
+import sys
+import time
 
 import pytest
 
 from hogwild_dqn.tools import ablation, bench, curves, frontpage, report, soak
 from hogwild_dqn.tools.benchmark import keep
 from hogwild_dqn.tools.suite_report import run_name
+from tests.conftest import run_cmd, start
 
 TOOLS = {"ablation": ablation.main, "bench": bench.main, "curves": curves.main, "frontpage": frontpage.main,
          "report": report.main, "soak": soak.main}
@@ -76,12 +80,22 @@ def test_the_reports_pass_over_what_is_not_a_runs_summary(tmp_path, cartpole_q1,
     for name, edit in (("evals-text", {"evals": "abc"}), ("eval-frames-text", {"evals": [{"frames": "x"}]}),
                        ("eval-no-mean", {"evals": [{**good["evals"][0], "mean_return": None}]}),
                        ("threads-null", {"threads": None}), ("final-text", {"final_eval": {"mean_return": "abc"}}),
-                       ("confirmed-text", {"confirmed": {"frames": "x", "wall_seconds": 1}})):
+                       ("confirmed-text", {"confirmed": {"frames": "x", "wall_seconds": 1}}),
+                       ("final-nan", {"final_eval": {**good["final_eval"], "mean_return": float("nan")}}),
+                       ("final-no-std", {"final_eval": {k: v for k, v in good["final_eval"].items()
+                                                        if k != "std_return"}}),
+                       ("frames-text", {"frames": "abc"}), ("wall-inf", {"wall_seconds": float("inf")}),
+                       ("threads-negative", {"threads": -3})):
         shutil.copytree(cartpole_q1, tmp_path / name)
-        (tmp_path / name / "summary.json").write_text(json.dumps({**good, **edit}))
+        (tmp_path / name / "summary.json").write_text(json.dumps({**good, **edit}))  # NaN, Infinity: as json reads
+    config = (cartpole_q1 / "config.yaml").read_text()
+    for name, line in (("algo-number", "algo: 5"), ("seed-text", "seed: abc")):  # a run without its summary
+        shutil.copytree(cartpole_q1, tmp_path / name)
+        (tmp_path / name / "summary.json").unlink()
+        (tmp_path / name / "config.yaml").write_text(config + line + "\n")
     assert [r.path.name for r in report.read_runs(tmp_path)] == ["good"]
     said = capsys.readouterr().err.splitlines()
-    assert len(said) == 11 and all(line.startswith("report: passed over ") for line in said), said
+    assert len(said) == 18 and all(line.startswith("report: passed over ") for line in said), said
 
     records = tmp_path / "records"
     records.mkdir()
@@ -92,6 +106,8 @@ def test_the_reports_pass_over_what_is_not_a_runs_summary(tmp_path, cartpole_q1,
     (records / "d.json").write_text(json.dumps({**good, "final_eval": {"episodes": 30}}))  # a score without its mean
     (records / "e.json").write_text(json.dumps({**good, "final_eval": {"mean_return": "abc"}}))  # a mean not a number
     (records / "f.json").write_text(json.dumps({**good, "confirmed": {"frames": "x"}}))  # a stop without its numbers
+    infinite = {**good["final_eval"], "mean_return": float("inf")}  # json writes Infinity, and reads it
+    (records / "g.json").write_text(json.dumps({**good, "final_eval": infinite}))
     assert frontpage.finals(records, "q1") == {"CartPole-v1": [good["final_eval"]["mean_return"]]}
     assert frontpage.confirmed(records) == "—"
 
@@ -202,3 +218,33 @@ def test_curves_print_titles_and_labels_as_written(tmp_path):
     data.write_text("frames,mean_return,wall_seconds\n1,2,3\n4,5,6\n")
     assert curves.main([f"{data}=cost $5{{", "--out", str(tmp_path / "fig.png"), "--title", r"$\foo{$"]) == 0
     assert (tmp_path / "fig.png").stat().st_size > 1000
+
+
+def test_the_ablation_stops_its_run_as_a_train_stops_and_refuses_a_kept_run_of_other_settings(tmp_path):
+    """Ctrl-C (SIGINT) during the ablation reaches its real DQN run once, which saves itself (checkpoint and
+    summary) as a train stopped by hand does, and the ablation says so in one line; run again with another frame
+    budget, it refuses that kept run in one line rather than putting it in a table of other runs, and writes
+    nothing."""
+    logdir = tmp_path / "abl"
+    run = logdir / "replay-target" / "s1"
+    cmd = [sys.executable, "-m", "hogwild_dqn.tools.ablation", "--seeds", "1", "--threads", "1", "--eval-every",
+           "10000", "--logdir", logdir]
+    proc = start([*cmd, "--frames", "200000"])
+    deadline = time.time() + 120
+    while not list(run.glob("events.out.tfevents.*.worker0")) and time.time() < deadline:
+        time.sleep(0.3)
+    time.sleep(3)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    assert err.strip().splitlines()[-1] == (f"ablation: stopped; the run in {run} is kept and resumes when the same "
+                                            "command is run again")
+    assert json.loads((run / "summary.json").read_text())["status"] != "finished"
+    assert (run / "checkpoint.pt").is_file()
+    before = {p: p.read_bytes() for p in run.iterdir() if p.is_file()}
+    again = run_cmd([*cmd, "--frames", "300000"], 120)
+    assert again.returncode == 2 and len(again.stderr.strip().splitlines()) == 1, again.stderr
+    assert (f"ablation: error: {run} holds a run of other settings than this one (frames 200000 there, 300000 here)"
+            in again.stderr)
+    assert {p: p.read_bytes() for p in run.iterdir() if p.is_file()} == before
+    assert not (logdir / "ablation.md").exists()

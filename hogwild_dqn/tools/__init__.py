@@ -8,12 +8,17 @@ summary is (summary_at), how a number is shown, how a figure is drawn and saved.
 
 import functools
 import json
+import os
+import signal
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
 
-from hogwild_dqn.config import ConfigError, is_number
+import yaml
+
+from hogwild_dqn.config import ConfigError, is_number, load
 from hogwild_dqn.files import WriteFailed, atomic_bytes, atomic_write
 from hogwild_dqn.rundir import in_use
 
@@ -47,6 +52,77 @@ def sessions_file(run: Path) -> Path:
     """Where a suite keeps the sessions of the run in `run` (when, on which machine and code): beside the run
     dir, which is the trainer's."""
     return run.with_name(f"{run.name}.sessions.json")
+
+
+# What a run's config may differ in from the command a tool would start it with and still be that run: where it
+# is kept and how it is watched, not what it learns or how it is scored.
+NOT_THE_RUN = frozenset({"logdir", "run_dir", "eval_every", "eval_episodes", "eval_envs", "video_steps",
+                         "final_eval_seconds", "cluster", "sync_seconds", "max_restarts", "force", "progress",
+                         "log_every"})
+
+
+def other_settings(kept: dict | None, start: list[str]) -> str | None:
+    """How the run whose config is `kept` (a run dir's config.yaml, a record's "config") differs from the one the
+    train command `start` would make, in a few words (None: the same, or nothing kept to tell). A tool that kept
+    or resumed it as the run it was asked for would put another run in its table."""
+    if not isinstance(kept, dict):
+        return None
+    want = yaml.safe_load(yaml.safe_dump(load(start[len(TRAIN):])[0].to_dict()))  # as config.yaml holds them
+    differ = [f"{k} {kept[k]!r} there, {v!r} here" for k, v in want.items()
+              if k in kept and k not in NOT_THE_RUN and kept[k] != v]
+    return "; ".join(differ[:3]) + (f" (and {len(differ) - 3} more)" if len(differ) > 3 else "") if differ else None
+
+
+def check_same_run(run: Path, start: list[str], kept: dict | None = None) -> None:
+    """Refuse (ConfigError) the run dir `run` where its run (`kept`: its config, by default its config.yaml's) is
+    not the one `start` would make: another game, frame budget, worker count or flag."""
+    differ = other_settings(kept if kept is not None else read_yaml_file(run / "config.yaml"), start)
+    if differ:
+        raise ConfigError(f"{run} holds a run of other settings than this one ({differ}); give another --logdir, or "
+                          "move it aside")
+
+
+def read_yaml_file(path: Path):
+    """A YAML file's contents, or None where it is missing or unreadable."""
+    try:
+        return yaml.safe_load(path.read_text())
+    except (OSError, ValueError, yaml.YAMLError):
+        return None
+
+
+def train(cmd: list[str], log: Path | None = None) -> int:
+    """Run one run's command to its end, its output appended to `log` (None: on this console). Ctrl-C, SIGTERM
+    and SIGHUP (as SIGTERM) are handed to it once each (it runs in a session of its own, so a terminal's Ctrl-C
+    does not reach it twice) and it stops as a run does: its checkpoint and summary written, ready to be
+    resumed. Return its exit status, 128 + N where a signal N killed it."""
+    if log is None:
+        proc = subprocess.Popen(cmd, start_new_session=True)
+    else:
+        with log.open("a") as out:
+            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def hang_up(signum, frame) -> None:
+        """The terminal is gone: the run stops as at SIGTERM (left alone it would train on, orphaned, in a run dir
+        the next suite wants to resume), and what the suite prints from here goes nowhere rather than failing
+        (EIO); chain.log and the records still get it all."""
+        quiet = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(quiet, 1)
+        os.dup2(quiet, 2)
+        os.close(quiet)  # 1 and 2 now point where it did: a second hang-up must not leave one more open
+        proc.send_signal(signal.SIGTERM)
+
+    handlers = {sig: signal.signal(sig, lambda signum, frame: proc.send_signal(signum))
+                for sig in (signal.SIGINT, signal.SIGTERM)}
+    if signal.getsignal(signal.SIGHUP) != signal.SIG_IGN:  # under nohup it stays ignored
+        handlers[signal.SIGHUP] = signal.signal(signal.SIGHUP, hang_up)
+    try:
+        rc = proc.wait()
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    # killed by a signal it did not catch (a second SIGTERM during its stop): the shell's 128 + N, so a run
+    # stopped either way stops the suite (STOPPED) rather than letting it start the next run
+    return 128 - rc if rc < 0 else rc
 
 
 def resume_or_start(run: Path, start: list[str]) -> list[str]:
@@ -113,16 +189,22 @@ SUMMARY_KEYS = ("game", "algo", "seed", "status", "frames", "wall_seconds")  # e
 
 
 def summary_at(path: Path) -> dict | None:
-    """A run's summary.json or its record, or None where there is none or the file is not one (unreadable, or not
-    an object with a summary's keys, a game and status that are text, and where it has a score or a confirmed
-    stop, their numbers), so that what is not a run's summary (or one edited by hand) is passed over rather than
-    read half-way."""
+    """A run's summary.json or its record, or None where there is none or the file is not one (unreadable, or not an
+    object with a summary's keys, a game and status that are text, finite numbers for its frames and wall time, and
+    where it has a score, evaluations or a confirmed stop, their numbers), so that what is not a run's summary (or
+    one edited by hand) is passed over rather than read half-way."""
     s = read_json(path)
     if (not isinstance(s, dict) or not all(k in s for k in SUMMARY_KEYS) or not isinstance(s["status"], str)
             or not isinstance(s["game"], str)):
         return None
-    final, stop = s.get("final_eval"), s.get("confirmed")
-    if final is not None and not (isinstance(final, dict) and is_number(final.get("mean_return"))):
+    final, stop, evals = s.get("final_eval"), s.get("confirmed"), s.get("evals", [])
+    if not (is_number(s["frames"]) and is_number(s["wall_seconds"])):
+        return None
+    if final is not None and not (isinstance(final, dict)
+                                  and all(is_number(final.get(k)) for k in ("mean_return", "std_return", "episodes"))):
+        return None
+    if not (isinstance(evals, list) and all(isinstance(e, dict) and is_number(e.get("frames"))
+                                            and is_number(e.get("mean_return")) for e in evals)):
         return None
     if stop is not None and not (isinstance(stop, dict) and is_number(stop.get("frames"))
                                  and is_number(stop.get("wall_seconds"))):

@@ -4,9 +4,9 @@
     (or: make ablation)
 
 Runs train.py (--algo dqn) for each of the 4 settings and each seed, one after another, into
-<logdir>/<setting>/s<seed> (a finished run is kept and not run again; a cut one is resumed), then writes
-<logdir>/ablation.md (final and best periodic evaluation mean ± std over seeds, frames to reach --score) and
-<logdir>/ablation.png (the mean evaluation curve of each setting).
+<logdir>/<setting>/s<seed> (a finished run is kept and not run again, a cut one resumed; a run of other settings
+there is refused), then writes <logdir>/ablation.md (final and best periodic evaluation mean ± std over seeds,
+frames to reach --score) and <logdir>/ablation.png (the mean evaluation curve of each setting).
 """
 
 from __future__ import annotations
@@ -14,12 +14,23 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
 from hogwild_dqn.config import Parser
-from hogwild_dqn.tools import TRAIN, one_line_errors, pyplot, resume_or_start, run_done, save, spread, write_text
+from hogwild_dqn.exits import STOPPED
+from hogwild_dqn.tools import (
+    TRAIN,
+    check_same_run,
+    one_line_errors,
+    pyplot,
+    resume_or_start,
+    run_done,
+    save,
+    spread,
+    train,
+    write_text,
+)
 
 SETTINGS = {  # name -> (run dir name, train.py flags)
     "replay + target (DQN)": ("replay-target", []),
@@ -36,13 +47,19 @@ def run_all(args: argparse.Namespace) -> dict[str, list[dict]]:
         out[name] = []
         for seed in args.seeds:
             run = args.logdir / folder / f"s{seed}"
+            start = [*TRAIN, "--game", args.game, "--algo", "dqn", "--threads", str(args.threads), "--frames",
+                     str(args.frames), "--seed", str(seed), "--eval-every", str(args.eval_every), "--run-dir",
+                     str(run), "--no-progress", *flags]
+            check_same_run(run, start)  # a kept run of another game or budget must not stand in this table
             if not run_done(run):
-                cmd = resume_or_start(run, [*TRAIN, "--game", args.game, "--algo", "dqn", "--threads",
-                                            str(args.threads), "--frames", str(args.frames), "--seed", str(seed),
-                                            "--eval-every", str(args.eval_every), "--run-dir", str(run),
-                                            "--no-progress", *flags])
+                cmd = resume_or_start(run, start)
                 print(f"== {name}, seed {seed}: {' '.join(cmd[1:])}", flush=True)
-                if subprocess.run(cmd, check=False).returncode != 0:
+                rc = train(cmd)
+                if rc in STOPPED:  # Ctrl-C or SIGTERM, handed to the run, which saved itself: so ends the ablation
+                    print(f"ablation: stopped; the run in {run} is kept and resumes when the same command is run "
+                          "again", file=sys.stderr)
+                    raise SystemExit(rc)
+                if rc != 0:
                     raise SystemExit(f"ablation: the run in {run} failed; see its output above")
             out[name].append(json.loads((run / "summary.json").read_text()))
     return out

@@ -22,9 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
@@ -34,7 +31,18 @@ from hogwild_dqn.config import DEFAULT_ALGO, ConfigError, Parser
 from hogwild_dqn.envs import resolve
 from hogwild_dqn.exits import STOPPED, UNSCORED
 from hogwild_dqn.files import WriteFailed, atomic_bytes, cause, write_failed
-from hogwild_dqn.tools import TRAIN, done, published, read_json, resume_or_start, sessions_file, summary_at
+from hogwild_dqn.tools import (
+    TRAIN,
+    check_same_run,
+    done,
+    published,
+    read_json,
+    read_yaml_file,
+    resume_or_start,
+    sessions_file,
+    summary_at,
+    train,
+)
 from hogwild_dqn.tools.machine import Session, describe, utc_now
 from hogwild_dqn.tools.suite_report import (
     HUMAN_REFERENCE,
@@ -136,37 +144,6 @@ def say(args: argparse.Namespace, text: str) -> None:
             raise write_failed(folder / "chain.log", e, "the lines written before are kept") from None
 
 
-def train(cmd: list[str], log: Path) -> int:
-    """Run one run's command to its end, its output appended to `log`. Ctrl-C, SIGTERM and SIGHUP (as SIGTERM)
-    are handed to it once each (it runs in a session of its own, so a terminal's Ctrl-C does not reach it twice)
-    and it stops as a run does: its checkpoint and summary written, ready to be resumed."""
-    with log.open("a") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-
-    def hang_up(signum, frame) -> None:
-        """The terminal is gone: the run stops as at SIGTERM (left alone it would train on, orphaned, in a run dir
-        the next suite wants to resume), and what the suite prints from here goes nowhere rather than failing
-        (EIO); chain.log and the records still get it all."""
-        quiet = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(quiet, 1)
-        os.dup2(quiet, 2)
-        os.close(quiet)  # 1 and 2 now point where it did: a second hang-up must not leave one more open
-        proc.send_signal(signal.SIGTERM)
-
-    handlers = {sig: signal.signal(sig, lambda signum, frame: proc.send_signal(signum))
-                for sig in (signal.SIGINT, signal.SIGTERM)}
-    if signal.getsignal(signal.SIGHUP) != signal.SIG_IGN:  # under nohup it stays ignored
-        handlers[signal.SIGHUP] = signal.signal(signal.SIGHUP, hang_up)
-    try:
-        rc = proc.wait()
-    finally:
-        for sig, handler in handlers.items():
-            signal.signal(sig, handler)
-    # killed by a signal it did not catch (a second SIGTERM during its stop): the shell's 128 + N, so a run
-    # stopped either way stops the suite (STOPPED) rather than letting it start the next run
-    return 128 - rc if rc < 0 else rc
-
-
 def session(args: argparse.Namespace, name: str, game: str, start: str, cmd: list[str], where: str = "") -> int:
     """One session of a run (a start or a resume) to its end, said in chain.log with `where` (the code and
     machine) and the bare emulator's speed before it, and other work's share of the CPU during it; kept in
@@ -198,6 +175,10 @@ def run_suite(args: argparse.Namespace) -> list[str]:
     failed = []
     for game, seed, algo in jobs(args):
         name = run_name(game, algo, seed)
+        if algo != SB3:  # a run kept there of another budget or flags must not stand in the table for this one
+            record = summary_at(args.record / f"{name}.json") if args.record else None
+            check_same_run(args.logdir / name, train_command(args, game, seed, args.logdir / name),
+                           read_yaml_file(args.logdir / name / "config.yaml") or (record or {}).get("config"))
         if is_done(args, name):
             continue
         cmd = command(args, game, seed, algo, args.logdir / name)

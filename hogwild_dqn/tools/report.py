@@ -59,7 +59,7 @@ def read_run(path: Path) -> RunRecord | None:
         cfg = yaml.safe_load(cfg_file.read_text()) or {}
     except (OSError, yaml.YAMLError):
         cfg = None
-    if not isinstance(cfg, dict):
+    if not isinstance(cfg, dict) or not _config_well_formed(cfg):
         print(f"report: passed over {path}: its config.yaml is not a run's config", file=sys.stderr)
         return None
     algo = variant(cfg.get("algo", "?"), cfg.get("net", "ff"), cfg.get("obs_normalize", False),
@@ -75,14 +75,24 @@ def read_run(path: Path) -> RunRecord | None:
                    s.get("protocol"))
     evals = evals_from_events(path)
     last = evals[-1] if evals else {}
-    return RunRecord(path, cfg.get("game", "?"), algo, cfg.get("threads") or 0, cfg.get("seed", 0),
+    # threads null (one a core, of the machine that ran it): as many as wrote their own event files
+    threads = cfg.get("threads") or len({p.name.rsplit(".", 1)[-1] for p in path.glob("events.*.worker*")})
+    return RunRecord(path, cfg.get("game", "?"), algo, threads, cfg.get("seed", 0),
                "unfinished (no summary.json)", None, evals, last.get("frames"), last.get("wall_seconds"))
+
+
+def _config_well_formed(cfg: dict) -> bool:
+    """Whether a config.yaml's values the report reads are of their kinds (text names, whole numbers)."""
+    return (all(isinstance(cfg.get(k, ""), str) for k in ("game", "algo", "net"))
+            and all(cfg.get(k) is None or (isinstance(cfg[k], int) and not isinstance(cfg[k], bool))
+                    for k in ("threads", "seed")))
 
 
 def _well_formed(s: dict) -> bool:
     """Whether a summary.json (summary_at's) has what the report reads, of its kinds: a file edited by hand, or
     another program's, is passed over rather than failing the report."""
-    return (isinstance(s.get("threads"), int) and "frames_per_second" in s
+    return (isinstance(s.get("threads"), int) and not isinstance(s["threads"], bool) and s["threads"] >= 1
+            and "frames_per_second" in s
             and (s["frames_per_second"] is None or is_number(s["frames_per_second"]))
             and isinstance(s.get("evals"), list)
             and all(isinstance(e, dict) and all(is_number(e.get(k)) for k in ("frames", "wall_seconds", "mean_return"))

@@ -81,9 +81,13 @@ def main(argv: list[str] | None = None) -> int:
             samples.append({"minute": round(minute, 3), "rss_mib": rss_mib(names)})
             if base is None and minute >= args.from_minute:
                 base = samples[-1]
-            time.sleep(args.interval)
+            time.sleep(min(args.interval, max(0.0, args.minutes * 60 - (time.time() - start))))  # never past the end
         end = {"minute": round((time.time() - start) / 60, 3), "rss_mib": rss_mib(names)}
         samples.append(end)
+    except KeyboardInterrupt:  # Ctrl-C: the run is stopped below, as at the end, and kept; no verdict without it
+        print(f"soak: stopped after {(time.time() - start) / 60:.1f} minutes, no verdict; run dir {run_dir} kept",
+              file=sys.stderr)
+        return 130
     finally:
         if train.poll() is None:  # SIGTERM: the trainer checkpoints and exits (SIGINT may be ignored in background)
             train.send_signal(signal.SIGTERM)
