@@ -361,6 +361,8 @@ def _coerce(key: str, value, where: str):
     ok = isinstance(value, want) and not (want is int and isinstance(value, bool))
     if want is float and isinstance(value, int) and not isinstance(value, bool):
         value, ok = float(value), True
+    if want is float and isinstance(value, str) and re.fullmatch(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+", value):
+        value, ok = float(value), True  # YAML 1.1 reads 1e-3 (no dot) as text, though it is plainly the number
     if not ok:
         raise ConfigError(f"{where} must be of type {want.__name__}, got {value!r}")
     return value

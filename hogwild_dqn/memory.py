@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import math
 
+import torch
+
 from hogwild_dqn.algorithms import ALGORITHMS
+from hogwild_dqn.networks import network_for
 from hogwild_dqn.precision import learner_bf16
 from hogwild_dqn.replay import ReplayMemory
 
@@ -23,12 +26,20 @@ SCREEN_COPIES = 3  # the evaluator's GIF: the screens kept, their images and the
                    # evaluator with 500 steps of 300x200 screens: 648 MiB USS)
 
 
+def network_bytes(cfg, spec) -> int:
+    """One fp32 copy of the run's parameters, counted on torch's meta device (nothing is allocated, so a
+    --hidden of 1e8 is counted, not built)."""
+    with torch.device("meta"):
+        net = network_for(cfg, spec)
+    return 4 * sum(p.numel() for p in net.parameters())
+
+
 def worker_bytes(cfg, spec) -> int:
-    """One worker: the process, its games, and its algorithm's buffers (PPO's rollout with its prepared inputs
-    and a minibatch; DQN's replay memory, full)."""
+    """One worker: the process, its games, its network's local copy and gradients, and its algorithm's buffers
+    (PPO's rollout with its prepared inputs and a minibatch; DQN's replay memory, full)."""
     games = cfg.envs_per_worker
     obs = math.prod(spec.obs_shape) * (1 if spec.is_atari else 4)
-    total = PROCESS + games * (ATARI_GAME if spec.is_atari else VECTOR_GAME)
+    total = PROCESS + games * (ATARI_GAME if spec.is_atari else VECTOR_GAME) + 2 * network_bytes(cfg, spec)
     algo = ALGORITHMS[cfg.algo]
     if algo.minibatches:  # PPO: the rollout's observations, their prepared inputs, a minibatch of those
         prepared = math.prod(spec.obs_shape) * (2 if learner_bf16(cfg.learner_precision, spec.is_atari) else 4)
@@ -40,9 +51,10 @@ def worker_bytes(cfg, spec) -> int:
 
 
 def fixed_bytes(cfg, spec) -> int:
-    """The runner, the evaluator (with the screens of its best game's GIF) and the shared libraries."""
+    """The runner, the evaluator (with the screens of its best game's GIF), the shared libraries, and the shared
+    network with its optimizer's statistics, the target network and the evaluator's copy (five copies at most)."""
     screen = 210 * 160 * 3 if spec.is_atari else 300 * 200 * 3  # vector tasks' screens as the GIF keeps them
-    return 2 * PROCESS + LIBRARIES + cfg.video_steps * screen * SCREEN_COPIES
+    return 2 * PROCESS + LIBRARIES + cfg.video_steps * screen * SCREEN_COPIES + 5 * network_bytes(cfg, spec)
 
 
 def check(cfg, spec, threads: int, available: int) -> str | None:
@@ -52,6 +64,10 @@ def check(cfg, spec, threads: int, available: int) -> str | None:
     need = fixed + threads * each
     if need <= room:
         return None
+    net = network_bytes(cfg, spec)
+    if 7 * net > room:  # not the workers: one worker's run would not fit either
+        return (f"the network of --hidden {cfg.hidden:,} has {net // 4:,} parameters, about {7 * net / 2**30:,.1f} "
+                f"GiB in the copies a run holds; {available / 2**30:.1f} GiB is available (--force starts it anyway)")
     fit = max(0, int((room - fixed) // each))
     replay = (f", {cfg.replay_size * ReplayMemory.bytes_per_transition(spec.obs_shape, spec.is_atari) / 2**30:,.1f} "
               f"GiB of it --replay-size {cfg.replay_size:,} transitions" if ALGORITHMS[cfg.algo].replay else "")

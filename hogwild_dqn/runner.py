@@ -58,7 +58,8 @@ def run(cfg: Config, resume: str | None = None) -> int:
         broken = procs.nonfinite or not all_finite(shared.model.parameters())
         if broken:  # keep the last good checkpoint rather than overwrite it with weights that met NaN/Inf
             status, reason = FAILED, reason if procs.nonfinite else "non-finite shared parameters at the end of the run"
-            print(f"{run_dir / 'checkpoint.pt'} left as it was: the run met NaN/Inf", file=sys.stderr)
+            kept = "left as it was" if (run_dir / "checkpoint.pt").exists() else "not written"
+            print(f"{run_dir / 'checkpoint.pt'} {kept}: the run met NaN/Inf", file=sys.stderr)
         summary = make_summary(run, reason, frames, evals, trained)
         final = summary["final_eval"]
         try:  # a full disk: one line, and the files as they were (atomic writes)

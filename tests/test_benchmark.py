@@ -311,6 +311,12 @@ def test_a_suite_whose_records_are_its_own_folder_is_named_by_that_folder(tmp_pa
     report = (tmp_path / "benchmark.md").read_text()
     assert "- P(ppo (ppo-vnorm) > ppo (benchmark-sticky)): " in report
     assert "(screens)" not in report
+    # records of 10M frames and 2 workers are not tabled under another budget's header
+    other = benchmark("--suite", "atari-sticky", "--logdir", tmp_path / "none", "--record", vnorm, "--out",
+                      tmp_path / "other", "--report-only", "--reps", "200", "--frames", 50000, "--threads", 7)
+    assert other.returncode == 2 and other.stderr == (
+        "benchmark: error: Pong seed 1 was run with 10,000,000 frames and 2 workers, not this report's --frames 50000 "
+        "--threads 7: give the runs' own\n") and not (tmp_path / "other").exists()
 
 
 def test_atari5s_estimate_stands_in_each_row_with_its_band_and_its_interval_over_runs(tmp_path):

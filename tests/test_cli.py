@@ -6,7 +6,7 @@ import re
 import pytest
 
 from hogwild_dqn.config import CONFIG_DIR, DEFAULT_ALGO, ConfigError, first_line, load, start_line
-from tests.conftest import run_train
+from tests.conftest import ROOT, run_train
 
 BAD = [
     (["--algo", "dqnn"], "--algo 'dqnn' is unknown; choose one of q1, sarsa1, nq, a3c, dqn"),
@@ -100,6 +100,17 @@ def test_bad_config_file(tmp_path, text, message):
     proc = run_train("--config", cfg, "--run-dir", tmp_path / "run", timeout=120)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert message in proc.stderr and str(cfg) in proc.stderr
+
+
+def test_a_float_written_1e_3_in_a_config_file_is_that_number(tmp_path):
+    """YAML 1.1 (PyYAML) reads 1e-3, without a dot, as text: a config file means the number, and gets it; a
+    word stays refused."""
+    for text, lr in (("lr: 1e-3\n", 0.001), ("lr: 5E-4\n", 0.0005), ("lr: .5e-2\n", 0.005)):
+        (tmp_path / "c.yaml").write_text("base: " + str(ROOT / "configs" / "cartpole.yaml") + "\n" + text)
+        assert load(["--config", str(tmp_path / "c.yaml")])[0].lr == lr
+    (tmp_path / "c.yaml").write_text("lr: 1e-3x\n")
+    with pytest.raises(ConfigError, match="key 'lr' must be of type float, got '1e-3x'"):
+        load(["--config", str(tmp_path / "c.yaml")])
 
 
 def test_unwritable_run_dir(tmp_path):

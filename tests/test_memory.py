@@ -22,11 +22,14 @@ def test_the_estimate_grows_with_workers_games_rollouts_and_replay():
     spec = env_spec(ppo)
     each = memory.worker_bytes(ppo, spec)
     rollout = 8 * 128 * 4 * 84 * 84 * (1 + 4)  # uint8 observations and their float32 inputs
-    assert each == memory.PROCESS + 8 * memory.ATARI_GAME + rollout + 256 * 4 * 84 * 84 * 4 + memory.MINIBATCH_PEAK
+    net = memory.network_bytes(ppo, spec)
+    assert net == 4 * 677_943  # the A3C paper's torso and 256 units: 0.68M parameters, each worker's copy and grads
+    assert each == (memory.PROCESS + 8 * memory.ATARI_GAME + rollout + 256 * 4 * 84 * 84 * 4 + memory.MINIBATCH_PEAK
+                    + 2 * net)
     bf16 = memory.worker_bytes(Config(**{**ppo.to_dict(), "learner_precision": "bf16"}), spec)
     assert each - bf16 == (1024 + 256) * 4 * 84 * 84 * 2  # bf16 inputs: half the bytes
     dqn = Config(game="Pong", algo="dqn", replay_size=100_000)
-    assert memory.worker_bytes(dqn, spec) == (memory.PROCESS + memory.ATARI_GAME
+    assert memory.worker_bytes(dqn, spec) == (memory.PROCESS + memory.ATARI_GAME + 2 * memory.network_bytes(dqn, spec)
                                               + 100_000 * ReplayMemory.bytes_per_transition((4, 84, 84), True))
     assert memory.check(ppo, spec, 2, 24 * GIB) is None
     why = memory.check(ppo, spec, 200, 24 * GIB)
@@ -51,6 +54,16 @@ def test_a_real_ppo_workers_memory_is_within_the_estimate(tmp_path):
     proc.terminate()
     proc.wait(60)
     assert all(0.5 * expected <= uss <= expected for uss in held[2:]), (held, expected)
+
+
+def test_a_network_too_large_for_the_machine_is_refused_before_anything_starts(tmp_path):
+    """--hidden 1e8 on CartPole: 2e16 parameters, counted without being built, refused in one line (it was the
+    allocator's traceback, after the run dir was made)."""
+    proc = run_train("--game", "CartPole-v1", "--hidden", "100000000", "--run-dir", tmp_path / "run", timeout=120)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith("train.py: error: the network of --hidden 100,000,000 has 20,000,001,500,000,003 "
+                                  "parameters, about 521,540,680.9 GiB in the copies a run holds; ")
+    assert not (tmp_path / "run").exists()
 
 
 def test_too_many_workers_are_refused_before_anything_starts_and_force_starts_them(tmp_path):

@@ -22,6 +22,7 @@ TOOLS = {"ablation": ablation.main, "bench": bench.main, "curves": curves.main, 
 @pytest.mark.parametrize("name, args, message", [
     *((name, ["--no-such-flag"], "unrecognized arguments: --no-such-flag") for name in TOOLS if name != "curves"),
     ("curves", ["a.csv"], "the following arguments are required: --out"),
+    ("curves", ["a.csv", "--out", "a.png", "--line", "inf"], "--line must be a finite score, got inf"),
     ("bench", ["--threads", "0"], "--threads, --envs, --repeats and --seconds must be positive"),
     ("bench", ["--game", "Pongg"], "--game 'Pongg' is unknown; did you mean Pong"),
     ("bench", ["--game", "CartPole-v1"], "--game CartPole-v1: bench measures ALE games"),
@@ -248,3 +249,15 @@ def test_the_ablation_stops_its_run_as_a_train_stops_and_refuses_a_kept_run_of_o
             in again.stderr)
     assert {p: p.read_bytes() for p in run.iterdir() if p.is_file()} == before
     assert not (logdir / "ablation.md").exists()
+
+
+def test_a_ctrl_c_in_a_tools_own_work_is_one_line_and_130():
+    """Ctrl-C while bench measures the bare emulator (its own work, no run of its own to stop): one line, no
+    traceback, and the shell's 130."""
+    proc = start([sys.executable, "-m", "hogwild_dqn.tools.bench", "--game", "Pong", "--algos", "a3c", "--threads",
+                  "1", "--seconds", "20", "--warmup", "2", "--repeats", "1"])
+    time.sleep(4)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    assert err.strip().splitlines()[-1] == "bench: stopped (Ctrl-C)"

@@ -29,7 +29,8 @@ TRAIN = (sys.executable, "-m", "hogwild_dqn.train")
 
 def one_line_errors(name: str):
     """A tool's main(argv) whose ConfigError (a bad flag from config.Parser, its p.error, a bad value found on the
-    way) ends as train.py's: one line on stderr, `<name>: error: ...`, and exit status 2, never a traceback."""
+    way) ends as train.py's: one line on stderr, `<name>: error: ...`, and exit status 2, never a traceback; a
+    Ctrl-C, one line and 130."""
 
     def wrap(main):
         @functools.wraps(main)
@@ -42,6 +43,9 @@ def one_line_errors(name: str):
             except WriteFailed as e:  # an output it could not write (a full disk, a read-only folder): kept as it was
                 print(f"{name}: error: {e}", file=sys.stderr)
                 return 1
+            except KeyboardInterrupt:  # Ctrl-C in a tool's own work (a run it started stops itself, and says so)
+                print(f"{name}: stopped (Ctrl-C)", file=sys.stderr)
+                return 130
 
         return run
 

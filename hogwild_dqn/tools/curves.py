@@ -12,6 +12,7 @@ input that has a column `run` into one line per value of it.
 from __future__ import annotations
 
 import csv
+import math
 import sys
 from pathlib import Path
 
@@ -111,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--line", type=float, default=None, help="a horizontal reference line (a target score)")
     p.add_argument("--title", default="", help="the figure's title")
     args = p.parse_args(argv)
+    if args.line is not None and not math.isfinite(args.line):
+        p.error(f"--line must be a finite score, got {args.line}")
     inputs = [(Path(path), label or Path(path).stem) for path, _, label in (a.partition("=") for a in args.csv)]
     try:
         n = draw(inputs, args.out, args.x, args.by, args.line, args.title)

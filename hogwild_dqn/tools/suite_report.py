@@ -33,6 +33,7 @@ from hogwild_dqn.tools import (
     published,
     pyplot,
     read_json,
+    read_yaml_file,
     save,
     sessions_file,
     spread,
@@ -75,6 +76,7 @@ class Score:
     source: str | None = None  # where a record rebuilt after its run dir was lost came from
     protocol: str | None = None  # the env as its summary names it (envs.protocol); None in older records
     sessions: list[dict] | None = None  # the machine during each session of the run (tools/machine.py)
+    budget: tuple | None = None  # (frames, workers) the run was asked for, where its config says (None: older)
 
     @property
     def normalized(self) -> float | None:
@@ -108,16 +110,19 @@ def read_scores(args: argparse.Namespace, algo: str | None = None) -> list[Score
     scores = []
     for game in args.games:
         for seed in args.seeds:
-            s = read_summary(args, run_name(game, algo or args.algo, seed))
+            name = run_name(game, algo or args.algo, seed)
+            s = read_summary(args, name)
             if s is None:
                 continue
             final = s.get("final_eval") or {}
+            cfg = s.get("config") or read_yaml_file(args.logdir / name / "config.yaml")
             scores.append(Score(game, seed, s["status"], s["frames"], s["wall_seconds"] / 60,
                                 final.get("mean_return"), final.get("std_return"), final.get("episodes", 0),
                                 s.get("best_eval_return"), args.reference.get(game),
                                 [(e["frames"], e["mean_return"]) for e in s.get("evals", [])
                                  if is_periodic(e)],
-                                s.get("recovered_from"), s.get("protocol"), s.get("sessions")))
+                                s.get("recovered_from"), s.get("protocol"), s.get("sessions"),
+                                (cfg.get("frames"), s.get("threads")) if isinstance(cfg, dict) else None))
     return scores
 
 
@@ -507,6 +512,13 @@ def write_report(args: argparse.Namespace) -> Path:
     scores = read_scores(args)
     if not scores:
         raise BenchmarkError(f"no finished or cut runs of this suite under {args.logdir}")
+    # the header and the curves' axis are the flags': runs of another budget would be tabled as runs they are not
+    other = next((s for s in scores if s.budget and s.budget[0] is not None
+                  and s.budget != (args.frames, args.threads)), None)
+    if other:
+        raise BenchmarkError(f"{other.game} seed {other.seed} was run with {other.budget[0]:,} frames and "
+                             f"{other.budget[1]} workers, not this report's --frames {args.frames} --threads "
+                             f"{args.threads}: give the runs' own")
     out = args.out or args.logdir
     out.mkdir(parents=True, exist_ok=True)
     references = ", ".join(f"{g} {args.reference[g][0]:g} / {args.reference[g][1]:g}" for g in args.games
