@@ -4,9 +4,8 @@ the 2-core development machine with psutil (docs/usage.md, "Faults"); the buffer
 
 from __future__ import annotations
 
+import dataclasses
 import math
-
-import torch
 
 from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.networks import network_for
@@ -27,19 +26,26 @@ SCREEN_COPIES = 3  # the evaluator's GIF: the screens kept, their images and the
 
 
 def network_bytes(cfg, spec) -> int:
-    """One fp32 copy of the run's parameters, counted on torch's meta device (nothing is allocated, so a
-    --hidden of 1e8 is counted, not built)."""
-    with torch.device("meta"):
-        net = network_for(cfg, spec)
-    return 4 * sum(p.numel() for p in net.parameters())
+    """One fp32 copy of the run's parameters. Their count is a polynomial in --hidden of degree two at most (the
+    fixed convolutions, hidden x inputs or outputs, an MLP's or an LSTM's hidden x hidden), so three networks of
+    1, 2 and 3 units give it exactly (Newton's differences) for any --hidden: a huge one is counted, never built
+    (torch's meta device would build none either, but leaves a compiler cache in TMPDIR)."""
+    def count(hidden: int) -> int:
+        return sum(p.numel() for p in network_for(dataclasses.replace(cfg, hidden=hidden), spec).parameters())
+
+    one, two, three = count(1), count(2), count(3)
+    h = cfg.hidden
+    return 4 * (one + (h - 1) * (two - one) + (h - 1) * (h - 2) // 2 * (three - 2 * two + one))
 
 
-def worker_bytes(cfg, spec) -> int:
+def worker_bytes(cfg, spec, net: int | None = None) -> int:
     """One worker: the process, its games, its network's local copy and gradients, and its algorithm's buffers
-    (PPO's rollout with its prepared inputs and a minibatch; DQN's replay memory, full)."""
+    (PPO's rollout with its prepared inputs and a minibatch; DQN's replay memory, full). `net`: network_bytes,
+    where it is known."""
     games = cfg.envs_per_worker
     obs = math.prod(spec.obs_shape) * (1 if spec.is_atari else 4)
-    total = PROCESS + games * (ATARI_GAME if spec.is_atari else VECTOR_GAME) + 2 * network_bytes(cfg, spec)
+    net = net if net is not None else network_bytes(cfg, spec)
+    total = PROCESS + games * (ATARI_GAME if spec.is_atari else VECTOR_GAME) + 2 * net
     algo = ALGORITHMS[cfg.algo]
     if algo.minibatches:  # PPO: the rollout's observations, their prepared inputs, a minibatch of those
         prepared = math.prod(spec.obs_shape) * (2 if learner_bf16(cfg.learner_precision, spec.is_atari) else 4)
@@ -50,21 +56,22 @@ def worker_bytes(cfg, spec) -> int:
     return total
 
 
-def fixed_bytes(cfg, spec) -> int:
+def fixed_bytes(cfg, spec, net: int | None = None) -> int:
     """The runner, the evaluator (with the screens of its best game's GIF), the shared libraries, and the shared
     network with its optimizer's statistics, the target network and the evaluator's copy (five copies at most)."""
     screen = 210 * 160 * 3 if spec.is_atari else 300 * 200 * 3  # vector tasks' screens as the GIF keeps them
-    return 2 * PROCESS + LIBRARIES + cfg.video_steps * screen * SCREEN_COPIES + 5 * network_bytes(cfg, spec)
+    net = net if net is not None else network_bytes(cfg, spec)
+    return 2 * PROCESS + LIBRARIES + cfg.video_steps * screen * SCREEN_COPIES + 5 * net
 
 
 def check(cfg, spec, threads: int, available: int) -> str | None:
     """Why `threads` workers would not fit in `available` bytes (with a tenth of it left for the rest of the
     machine), saying how many would; None if they fit."""
-    room, fixed, each = 0.9 * available, fixed_bytes(cfg, spec), worker_bytes(cfg, spec)
+    net = network_bytes(cfg, spec)
+    room, fixed, each = 0.9 * available, fixed_bytes(cfg, spec, net), worker_bytes(cfg, spec, net)
     need = fixed + threads * each
     if need <= room:
         return None
-    net = network_bytes(cfg, spec)
     if 7 * net > room:  # not the workers: one worker's run would not fit either
         return (f"the network of --hidden {cfg.hidden:,} has {net // 4:,} parameters, about {7 * net / 2**30:,.1f} "
                 f"GiB in the copies a run holds; {available / 2**30:.1f} GiB is available (--force starts it anyway)")

@@ -254,8 +254,10 @@ def test_the_ablation_stops_its_run_as_a_train_stops_and_refuses_a_kept_run_of_o
 def test_a_ctrl_c_in_a_tools_own_work_is_one_line_and_130():
     """Ctrl-C while bench measures the bare emulator (its own work, no run of its own to stop): one line, no
     traceback, and the shell's 130."""
+    # as a terminal's Ctrl-C finds it, even where this test runs in the background (SIGINT ignored, inherited)
     proc = start([sys.executable, "-m", "hogwild_dqn.tools.bench", "--game", "Pong", "--algos", "a3c", "--threads",
-                  "1", "--seconds", "20", "--warmup", "2", "--repeats", "1"])
+                  "1", "--seconds", "20", "--warmup", "2", "--repeats", "1"],
+                 preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(4)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)

@@ -107,8 +107,8 @@ def train(cmd: list[str], log: Path | None = None) -> int:
 
     def hang_up(signum, frame) -> None:
         """The terminal is gone: the run stops as at SIGTERM (left alone it would train on, orphaned, in a run dir
-        the next suite wants to resume), and what the suite prints from here goes nowhere rather than failing
-        (EIO); chain.log and the records still get it all."""
+        the next suite wants to resume), and what the tool prints from here goes nowhere rather than failing
+        (EIO); a suite's chain.log and records still get it all."""
         quiet = os.open(os.devnull, os.O_WRONLY)
         os.dup2(quiet, 1)
         os.dup2(quiet, 2)
