@@ -77,10 +77,19 @@ def other_settings(kept: dict | None, start: list[str]) -> str | None:
     return "; ".join(differ[:3]) + (f" (and {len(differ) - 3} more)" if len(differ) > 3 else "") if differ else None
 
 
+def kept_config(run: Path) -> dict | None:
+    """The config of the run a run dir keeps: its config.yaml where it has a checkpoint or a summary to resume or
+    keep (a dir cut before its first checkpoint keeps nothing: resume_or_start sets it aside), else None."""
+    if not ((run / "checkpoint.pt").is_file() or (run / "summary.json").is_file()):
+        return None
+    cfg = read_yaml_file(run / "config.yaml")
+    return cfg if isinstance(cfg, dict) else None
+
+
 def check_same_run(run: Path, start: list[str], kept: dict | None = None) -> None:
-    """Refuse (ConfigError) the run dir `run` where its run (`kept`: its config, by default its config.yaml's) is
-    not the one `start` would make: another game, frame budget, worker count or flag."""
-    differ = other_settings(kept if kept is not None else read_yaml_file(run / "config.yaml"), start)
+    """Refuse (ConfigError) the run dir `run` where its run (`kept`: its config, by default kept_config's) is not
+    the one `start` would make: another game, frame budget, worker count or flag."""
+    differ = other_settings(kept if kept is not None else kept_config(run), start)
     if differ:
         raise ConfigError(f"{run} holds a run of other settings than this one ({differ}); give another --logdir, or "
                           "move it aside")

@@ -35,9 +35,9 @@ from hogwild_dqn.tools import (
     TRAIN,
     check_same_run,
     done,
+    kept_config,
     published,
     read_json,
-    read_yaml_file,
     resume_or_start,
     sessions_file,
     summary_at,
@@ -178,7 +178,7 @@ def run_suite(args: argparse.Namespace) -> list[str]:
         if algo != SB3:  # a run kept there of another budget or flags must not stand in the table for this one
             record = summary_at(args.record / f"{name}.json") if args.record else None
             check_same_run(args.logdir / name, train_command(args, game, seed, args.logdir / name),
-                           read_yaml_file(args.logdir / name / "config.yaml") or (record or {}).get("config"))
+                           kept_config(args.logdir / name) or (record or {}).get("config"))
         if is_done(args, name):
             continue
         cmd = command(args, game, seed, algo, args.logdir / name)
