@@ -2,6 +2,7 @@
 Ray cluster (cluster). Bad input is one line on stderr and exit code 2; a file of the run that cannot be written (a
 full disk) is one line and exit code 1."""
 
+import signal
 import sys
 from pathlib import Path
 
@@ -29,6 +30,9 @@ def main(argv: list[str] | None = None) -> int:
     except WriteFailed as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return exits.FAILED
+    except KeyboardInterrupt:  # Ctrl-C before the runner takes signals over (during its imports): no child started
+        print(f"{prog}: stopped (Ctrl-C) before the run's processes started", file=sys.stderr)
+        return exits.SIGNALLED[signal.SIGINT][0]
 
 
 if __name__ == "__main__":
