@@ -113,7 +113,7 @@ def _checked(ckpt: dict, path: Path) -> dict:
         ("worker_frames", ckpt.get("worker_frames") is None or isinstance(ckpt["worker_frames"], torch.Tensor)),
         ("worker_eps", ckpt.get("worker_eps") is None or isinstance(ckpt["worker_eps"], torch.Tensor)),
         ("wall_seconds", "wall_seconds" not in ckpt or (number(ckpt["wall_seconds"]) and ckpt["wall_seconds"] >= 0)),
-        ("evals", "evals" not in ckpt or _evals(ckpt["evals"])),
+        ("evals", "evals" not in ckpt or readable_evals(ckpt["evals"])),
     ) if not fine]
     if faults:
         key = faults[0]
@@ -122,8 +122,9 @@ def _checked(ckpt: dict, path: Path) -> dict:
     return ckpt
 
 
-def _evals(evals) -> bool:
-    """Whether a list of evaluations (summary.json's or a checkpoint's) holds what a run's history reads."""
+def readable_evals(evals) -> bool:
+    """Whether a list of evaluations read back (summary.json's, a checkpoint's, a record's) holds what a run's
+    history reads of each: its frames and mean return, finite numbers (one edited by hand may not)."""
     return isinstance(evals, list) and all(
         isinstance(e, dict) and is_number(e.get("frames")) and is_number(e.get("mean_return")) for e in evals)
 
@@ -144,7 +145,7 @@ def earlier_summary(path: Path) -> dict:
         value = summary.get(key)
         if key in summary and (isinstance(value, bool) or not isinstance(value, kind)
                                or (key == "wall_seconds" and not (math.isfinite(value) and value >= 0))
-                               or (key == "evals" and not _evals(value))):
+                               or (key == "evals" and not readable_evals(value))):
             raise ConfigError(f"{path} is not a run's summary (its {key} is {summary[key]!r:.40}); move it aside to "
                               "resume from the checkpoint's own record of the run")
     return summary

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import yaml
 
+from hogwild_dqn.checkpoint import readable_evals
 from hogwild_dqn.config import ConfigError, is_number, load
 from hogwild_dqn.files import WriteFailed, atomic_bytes, atomic_write
 from hogwild_dqn.rundir import in_use
@@ -216,8 +217,7 @@ def summary_at(path: Path) -> dict | None:
     if final is not None and not (isinstance(final, dict)
                                   and all(is_number(final.get(k)) for k in ("mean_return", "std_return", "episodes"))):
         return None
-    if not (isinstance(evals, list) and all(isinstance(e, dict) and is_number(e.get("frames"))
-                                            and is_number(e.get("mean_return")) for e in evals)):
+    if not readable_evals(evals):
         return None
     if stop is not None and not (isinstance(stop, dict) and is_number(stop.get("frames"))
                                  and is_number(stop.get("wall_seconds"))):
