@@ -226,6 +226,8 @@ class Config:
         if self.cluster and self.cluster != "auto" and not re.fullmatch(r"[\w.\-]+:\d{1,5}|\[[0-9a-fA-F:]+\]:\d{1,5}",
                                                                       self.cluster):
             raise ConfigError(f"--cluster must be auto or the Ray head's host:port, got {self.cluster!r}")
+        if self.cluster and self.cluster != "auto" and not 1 <= int(self.cluster.rsplit(":", 1)[1]) <= 65535:
+            raise ConfigError(f"--cluster's port must be 1-65535, got {self.cluster!r}")
 
     def _check_numbers(self) -> None:
         """Each number on its own: positive, in its range."""

@@ -16,7 +16,7 @@ import math
 import shutil
 import signal
 import sys
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import numpy as np
@@ -67,6 +67,8 @@ class VideoWriter:
 
         self.path, self.tmp = path, path.with_name(f".{path.name}.tmp.mp4")
         with self._failing():
+            # ffmpeg opens the file only at the first frame and then says "Broken pipe": ask the OS first
+            self.tmp.open("wb").close()
             self.writer = imageio.get_writer(self.tmp, fps=fps, codec="libx264", macro_block_size=2,
                                              ffmpeg_log_level="quiet")  # its failures: ours
 
@@ -75,7 +77,8 @@ class VideoWriter:
         try:
             yield
         except (OSError, RuntimeError) as e:  # ffmpeg, unable to write, ends; imageio says so in its own words
-            self.tmp.unlink(missing_ok=True)
+            with suppress(OSError):  # a read-only folder refuses the unlink too
+                self.tmp.unlink(missing_ok=True)
             if _disk_full(self.tmp.parent) or not isinstance(e, OSError):
                 e = OSError(errno.ENOSPC if _disk_full(self.tmp.parent) else errno.EIO, None)
             raise write_failed(self.path, e) from None

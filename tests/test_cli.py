@@ -36,6 +36,8 @@ BAD = [
     (["--adam-betas", "1.5", "0.9"], "--adam-betas must be two numbers in [0, 1), got [1.5, 0.9]"),
     (["--eps-finals", "0.1", "0.2", "--eps-probs", "1.5", "-0.5"], "--eps-probs must be probabilities in [0, 1]"),
     (["--config", "no/such.yaml"], "config file no/such.yaml does not exist"),
+    (["--cluster", "127.0.0.1:99999"], "--cluster's port must be 1-65535, got '127.0.0.1:99999'"),
+    (["--cluster", "[::1]:0"], "--cluster's port must be 1-65535, got '[::1]:0'"),
     (["--stop-return", "high"], "argument --stop-return: must be a number, got 'high'"),
     (["--stop-return", "nan"], "--stop-return must be a finite number, got nan"),
     (["--envs-per-worker", "0"], "--envs-per-worker must be a positive integer"),

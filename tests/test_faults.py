@@ -331,6 +331,17 @@ def test_a_video_on_a_full_disk_is_one_line_and_keeps_the_last_one(small_disk):
     assert not list(run.glob(".play.mp4*"))
 
 
+def test_a_video_into_a_read_only_folder_is_one_line_naming_why(small_disk):
+    """ffmpeg opens its file only at the first frame and then says "Broken pipe": the OS's own reason instead."""
+    run = small_disk / "run"
+    assert run_train(*SMALL, "--frames", 2000, "--run-dir", run).returncode == 0
+    subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
+    proc = conftest.run_play(run, "--episodes", "1")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.stderr.strip().splitlines() == [f"play: error: cannot write {run / 'play.mp4'}: Read-only file "
+                                                "system; no play.mp4 was written"]
+
+
 def test_the_run_files_and_event_writers_on_a_full_disk(small_disk, capfd):
     """atomic_bytes (config.yaml, summary.json, GIFs, records) keeps the file as it was; a tensorboard writer
     that cannot write says which event file, once, and its thread prints no traceback."""

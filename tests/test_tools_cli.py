@@ -62,6 +62,11 @@ def test_curves_into_a_folder_is_refused_in_one_line(tmp_path, capsys):
     assert curves.main([str(data), "--out", "/sys/fig.png"]) == 2
     err = capsys.readouterr().err  # Permission denied, or Read-only file system where /sys is mounted so
     assert err.startswith("curves: error: cannot write /sys/fig.png: ") and err.count("\n") == 1, err
+    # rows that parse as numbers but none finite: nothing to draw, not "wrote fig.png (1 curves)"
+    data.write_text("frames,mean_return,wall_seconds\n1,nan,3\n2,inf,4\n")
+    assert curves.main([str(data), "--out", str(tmp_path / "nan.png")]) == 2
+    assert capsys.readouterr().err == f"curves: error: {data}: no row has a finite mean_return to draw\n"
+    assert not (tmp_path / "nan.png").exists()
 
 
 def test_the_reports_pass_over_what_is_not_a_runs_summary(tmp_path, cartpole_q1, capsys):
@@ -263,3 +268,14 @@ def test_a_ctrl_c_in_a_tools_own_work_is_one_line_and_130():
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "Traceback" not in err, err
     assert err.strip().splitlines()[-1] == "bench: stopped (Ctrl-C)"
+
+
+@pytest.mark.parametrize("module", ["atari5", "bench_evaluator", "bench_points", "machine", "published",
+                                    "suite_report", "suites"])
+def test_a_tools_part_run_as_a_command_names_the_command_to_run(module):
+    """`python -m` of a module only other tools import said nothing and exited 0."""
+    proc = run_cmd([sys.executable, "-m", f"hogwild_dqn.tools.{module}"], timeout=120)
+    assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+    line, = proc.stderr.strip().splitlines()
+    assert line.startswith(f"{module}: error: hogwild_dqn.tools.{module} is part of another tool, not a command; "
+                           "run `python -m hogwild_dqn.tools.bench")

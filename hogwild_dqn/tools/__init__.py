@@ -2,7 +2,9 @@
 (benchmark, its suites' games and protocol: suites, with the published scores beside it: published, and Atari-5's
 57-game estimate: atari5), the README's results table (frontpage), DQN's ablation (ablation), the memory soak (soak),
 curves from CSV (curves) and a trained network's internals (probe). Each is a command of its own (`python -m
-hogwild_dqn.tools.NAME`, or its make target / console command); none is imported by the trainer. What they share is
+hogwild_dqn.tools.NAME`, or its make target / console command); the others (bench_points, bench_evaluator, machine,
+suites, suite_report, published, atari5) are parts of those, and say which command to run; none is imported by the
+trainer. What they share is
 here, once: how a tool starts a run and says a bad input (one_line_errors), whether a run is done, what a run's
 summary is (summary_at), how a number is shown, how a figure is drawn and saved."""
 
@@ -51,6 +53,14 @@ def one_line_errors(name: str):
         return run
 
     return wrap
+
+
+def not_a_command(module: str, command: str) -> int:
+    """What `python -m` of a tool's helper module (one only other tools import) says: one line naming the command
+    that does its work, exit status 2, rather than nothing at all."""
+    print(f"{module.rsplit('.', 1)[-1]}: error: {module} is part of another tool, not a command; run {command}",
+          file=sys.stderr)
+    return 2
 
 
 def sessions_file(run: Path) -> Path:

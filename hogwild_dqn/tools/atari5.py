@@ -34,3 +34,11 @@ def estimate(scores: dict[str, float]) -> tuple[float, float, float]:
         total += weight * math.log10(1 + max(normalized, 0.0))
     median = (10**total - 1) / 100
     return median, median * (1 - RELATIVE_ERROR), median * (1 + RELATIVE_ERROR)
+
+
+if __name__ == "__main__":
+    import sys
+
+    from hogwild_dqn.tools import not_a_command
+
+    sys.exit(not_a_command(__spec__.name, "`python -m hogwild_dqn.tools.benchmark --suite atari5` (with --report-only for the estimate from its records)"))

@@ -70,3 +70,11 @@ def measure_evaluator(args) -> int:
                                               "emulator_samples": emu, "results": results}, indent=2))
     print(f"wrote {out / 'bench.md'} and {out / 'bench.json'}")
     return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    from hogwild_dqn.tools import not_a_command
+
+    sys.exit(not_a_command(__spec__.name, "`python -m hogwild_dqn.tools.bench --evaluator`"))

@@ -65,3 +65,11 @@ def out_folder(args) -> Path:
     except OSError as e:
         raise ConfigError(f"--out {out} cannot be a folder here ({e.strerror or first_line(e)})") from None
     return out
+
+
+if __name__ == "__main__":
+    import sys
+
+    from hogwild_dqn.tools import not_a_command
+
+    sys.exit(not_a_command(__spec__.name, "`python -m hogwild_dqn.tools.bench`"))

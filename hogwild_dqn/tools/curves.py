@@ -65,9 +65,12 @@ def read_lines(path: Path, label: str, by: str | None) -> tuple[list[tuple], boo
     for row in rows:
         groups.setdefault(f"{label} {by}={row.get(by)}" if split else label, []).append(row)
     try:
-        return [(name, *([float(r[c]) for r in group] for c in NEEDED)) for name, group in groups.items()], split
+        lines = [(name, *([float(r[c]) for r in group] for c in NEEDED)) for name, group in groups.items()]
     except (KeyError, TypeError, ValueError):  # a record's missing key; a short CSV row's missing field
         raise CurvesError(f"{path}: a row with a missing value or one that is not a number") from None
+    if not any(map(math.isfinite, (v for line in lines for v in line[-1]))):  # "nan" parses as a number
+        raise CurvesError(f"{path}: no row has a finite mean_return to draw")
+    return lines, split
 
 
 def _plain(text: str) -> str:

@@ -93,3 +93,11 @@ def sessions_line(sessions: list[dict]) -> str:
     said = [f"{len(sessions)} sessions" if len(sessions) > 1 else "", f"{cut} cut without an end" if cut else "",
             f"bare {emulator}" if emulator else "", f"{share:.0%} other work" if ended else ""]
     return f" ({', '.join(filter(None, said))})"
+
+
+if __name__ == "__main__":
+    import sys
+
+    from hogwild_dqn.tools import not_a_command
+
+    sys.exit(not_a_command(__spec__.name, "`python -m hogwild_dqn.tools.benchmark`"))

@@ -590,3 +590,9 @@ def write_report(args: argparse.Namespace) -> Path:
     return out / "benchmark.md"
 
 
+if __name__ == "__main__":
+    import sys
+
+    from hogwild_dqn.tools import not_a_command
+
+    sys.exit(not_a_command(__spec__.name, "`python -m hogwild_dqn.tools.benchmark --report-only`"))

@@ -13,3 +13,11 @@ SUITES = {  # name -> (games, frames of each run, SB3 A2C beside it, train.py fl
     "atari5": (atari5.GAMES, 10_000_000, False, STICKY, "atari"),
     "mujoco": (("Hopper-v5", "Walker2d-v5", "HalfCheetah-v5", "Ant-v5"), 1_000_000, True, (), "mujoco"),
 }
+
+
+if __name__ == "__main__":
+    import sys
+
+    from hogwild_dqn.tools import not_a_command
+
+    sys.exit(not_a_command(__spec__.name, "`python -m hogwild_dqn.tools.benchmark --suite NAME`"))
