@@ -53,6 +53,18 @@ def _is_loopback(address: str) -> bool:
     return address.rsplit(":", 1)[0].strip("[]") in ("127.0.0.1", "localhost", "::1")
 
 
+def _answers_http2(host: str, port: int) -> bool:
+    """Whether host:port answers an HTTP/2 client preface with a SETTINGS frame, as Ray's head (a gRPC server)
+    does at once; a connection that fails raises OSError."""
+    with socket.create_connection((host, port), timeout=10) as s:
+        s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0]))  # preface, empty SETTINGS
+        try:
+            frame = s.recv(9)
+        except TimeoutError:
+            return False
+    return len(frame) == 9 and frame[3] == 4  # a frame header whose type is SETTINGS
+
+
 def _connect(address: str):
     """Import Ray and join the cluster; every failure is one ConfigError line."""
     if _is_loopback(address):
@@ -72,10 +84,13 @@ def _connect(address: str):
     if target != "auto":  # Ray itself retries a dead address for minutes; a plain connect answers at once
         host, port = target.rsplit(":", 1)
         try:
-            socket.create_connection((host.strip("[]"), int(port)), timeout=10).close()
+            grpc = _answers_http2(host.strip("[]"), int(port))
         except OSError as e:
             raise ConfigError(f"cannot join the Ray cluster at {address} ({e.strerror or e}); "
                               "is `ray start --head` running there?") from None
+        if not grpc:  # ray.init would wait on it for minutes, with no time limit
+            raise ConfigError(f"cannot join the Ray cluster at {address}: something listens there, but not Ray's "
+                              "head (no gRPC answer within 10 s); is that the port `ray start --head` gave?")
     package = str(Path(__file__).resolve().parent)
     try:
         ray.init(address=address, logging_level="ERROR", log_to_driver=False,

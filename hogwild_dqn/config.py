@@ -25,7 +25,17 @@ INITS = ("torch", "orthogonal")
 # Atari torsos' convolutions (networks.AtariTorso), (filters, kernel, stride) each: the A3C paper's, and the DQN
 # Nature paper's that PPO's Atari runs use (baselines' nature_cnn, CleanRL, Sample Factory's convnet_atari).
 CONVOLUTIONS = {"paper": ((16, 8, 4), (32, 4, 2)), "nature": ((32, 8, 4), (64, 4, 2), (64, 3, 1))}
+ALE_SCREEN = (210, 160)  # the emulator's screen, height x width
 NETS = tuple(dict.fromkeys(n for a in ALGORITHMS.values() for n in a.networks))  # ff, lstm: the table's
+
+
+def smallest_screen(torso: str) -> int:
+    """The least --screen-size the torso's unpadded convolutions leave a pixel of (each layer needs
+    (out - 1) x stride + kernel in)."""
+    size = 1
+    for _, kernel, stride in reversed(CONVOLUTIONS[torso]):
+        size = (size - 1) * stride + kernel
+    return size
 
 
 class ConfigError(ValueError):
@@ -293,6 +303,12 @@ class Config:
         if self.obs_normalize and ALGORITHMS[self.algo].replay:
             raise ConfigError(f"--obs-normalize is not available for --algo {self.algo} (its replay memory keeps "
                               "raw observations that the statistics would have to follow)")
+        if self.screen_size > ALE_SCREEN[0]:
+            raise ConfigError(f"--screen-size {self.screen_size} is larger than the ALE's screens "
+                              f"({ALE_SCREEN[0]}x{ALE_SCREEN[1]}): a larger one adds no detail, only memory")
+        if self.screen_size < (least := smallest_screen(self.torso)) and game_kind(self.game).startswith("atari"):
+            raise ConfigError(f"--screen-size {self.screen_size} is too small for --torso {self.torso}'s "
+                              f"convolutions; they need {least} or more")
         if self.eval_every > self.frames:
             raise ConfigError(f"--eval-every {self.eval_every} is larger than --frames {self.frames}")
         if len(self.eps_finals) != len(self.eps_probs) or abs(sum(self.eps_probs) - 1) > 1e-6:
@@ -352,7 +368,7 @@ def read_yaml(path: str | Path, _seen: tuple[Path, ...] = ()) -> dict:
 
 
 def _coerce(key: str, value, where: str):
-    """Check a YAML value's type against the field's; ints are accepted for floats."""
+    """Check a YAML value's type against the field's; ints are accepted for floats, whole numbers (1e7) for ints."""
     want = _field_type(key)
     if value is None and FIELDS[key].default is None:
         return None
@@ -363,11 +379,20 @@ def _coerce(key: str, value, where: str):
     ok = isinstance(value, want) and not (want is int and isinstance(value, bool))
     if want is float and isinstance(value, int) and not isinstance(value, bool):
         value, ok = float(value), True
-    if want is float and isinstance(value, str) and re.fullmatch(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+", value):
-        value, ok = float(value), True  # YAML 1.1 reads 1e-3 (no dot) as text, though it is plainly the number
+    if want in (int, float) and isinstance(value, str) and re.fullmatch(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+", value):
+        value = float(value)  # YAML 1.1 reads 1e-3 (no dot) as text, though it is plainly the number
+        ok = want is float
+    if want is int and isinstance(value, float) and value.is_integer():
+        value, ok = int(value), True  # frames: 1e7, as the command line takes it
     if not ok:
         raise ConfigError(f"{where} must be of type {want.__name__}, got {value!r}")
     return value
+
+
+def saved_values(values: dict, where: str) -> dict:
+    """The known settings of a config read back (a checkpoint's), each checked for its kind as a config file's
+    are: a value edited to another kind is one ConfigError line naming `where`, not a traceback later."""
+    return {k: _coerce(k, v, f"{where} {k}") for k, v in values.items() if k in FIELDS}
 
 
 def is_number(v) -> bool:
@@ -474,6 +499,9 @@ def load(argv: list[str] | None = None, prog: str = "train.py",
             given = "--config" if "config" in args else "--run-dir" if "run_dir" in args else "--logdir"
             raise ConfigError(f"--resume {resume} continues that run with its own config.yaml, in its own dir; "
                               f"{given} cannot change them")
+        if not Path(resume).is_dir():
+            raise ConfigError(f"--resume {resume}: no such run dir" if not Path(resume).exists()
+                              else f"--resume {resume}: not a run dir (a file)")
         source = Path(resume) / "config.yaml"
     else:
         source = Path(args.pop("config", None) or default_preset(args.get("game", cfg.game), args.get("algo"),

@@ -22,6 +22,13 @@ def _on_sigterm(signum, frame):
     raise Stopped()
 
 
+def catch_stop_signals() -> None:
+    """Ctrl-C raises KeyboardInterrupt and SIGTERM Stopped, even if the process started with SIGINT ignored (as a
+    background job of a script does), so Ctrl-C, `kill -INT` and `kill` always stop a command cleanly."""
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 class Console:
     """`with Console(...) as console:` shows a progress line and catches a stop signal; `console.status` is then
     (130, "interrupted (SIGINT)") or (143, "terminated (SIGTERM)"), else what the loop inside set."""
@@ -31,10 +38,7 @@ class Console:
         self.status: tuple[int, str] = (0, "finished")
 
     def __enter__(self) -> Console:
-        # SIGINT raises KeyboardInterrupt even if the process started with SIGINT ignored (as a background job
-        # of a script does), so Ctrl-C and `kill -INT` always stop a run cleanly
-        signal.signal(signal.SIGTERM, _on_sigterm)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        catch_stop_signals()
         self.bar = tqdm(total=self.cfg.frames, initial=self.frames0, unit="frame", unit_scale=True,
                         dynamic_ncols=True, desc=self.desc, disable=not self.cfg.progress,
                         mininterval=0.5 if sys.stderr.isatty() else 30)  # in a log file: a line every 30 s

@@ -24,6 +24,8 @@ from hogwild_dqn.config import Config, ConfigError, first_line
 gym.register_envs(ale_py)
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # classic-control rendering (pygame) without a display
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
+# SDL (pygame) otherwise takes SIGINT and SIGTERM for its own event queue, which no one reads: a filming play ran on
+os.environ.setdefault("SDL_NO_SIGNAL_HANDLERS", "1")
 
 
 class HideVelocities(gym.ObservationWrapper):
@@ -67,15 +69,26 @@ def ale_games() -> dict[str, str]:
     return {n.lower(): n for n in names}
 
 
+def _is_ale(env_id: str) -> bool:
+    """Whether a gymnasium id is one of ale-py's (ALE/Pong-v5, and the older Pong-v4, PongNoFrameskip-v4)."""
+    return str(gym.registry[env_id].entry_point).startswith("ale_py")
+
+
 def resolve(game: str) -> tuple[bool, str]:
     """Map a user's --game to (is_atari, gymnasium id); raise ConfigError with close names if unknown."""
     games = ale_games()
     bare = game[4:].rsplit("-v", 1)[0] if game.startswith("ALE/") else game
     if bare.lower() in games:
         return True, f"ALE/{games[bare.lower()]}-v5"
+    if game in gym.registry and _is_ale(game):  # PongNoFrameskip-v4, Pong-v4: gymnasium's older ALE ids
+        name = games.get(str(gym.registry[game].kwargs.get("game", "")).replace("_", ""), "the game")
+        raise ConfigError(f"--game {game!r} is one of gymnasium's older ALE ids, whose frame skip and sticky actions "
+                          f"are their own; give the game's name ({name}): the trainer sets those itself "
+                          "(--frame-skip, --sticky-actions)")
     if game in gym.registry:
         return False, game
-    close = difflib.get_close_matches(game, sorted(games.values()) + sorted(gym.registry), n=3, cutoff=0.6)
+    ids = sorted(k for k in gym.registry if k.startswith("ALE/") or not _is_ale(k))
+    close = difflib.get_close_matches(game, sorted(games.values()) + ids, n=3, cutoff=0.6)
     hint = (f"; did you mean {', '.join(close)}?" if close
             else "; give an ALE game (Pong, Breakout, ...) or a gymnasium id")
     raise ConfigError(f"--game {game!r} is unknown{hint}")

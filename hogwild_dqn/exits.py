@@ -3,7 +3,9 @@ what a child process's exit code tells the runner (a restart would meet the same
 
 from __future__ import annotations
 
+import os
 import signal
+import sys
 
 FINISHED = 0      # every frame trained, or a confirmed --stop-return, and scored
 FAILED = 1        # a process failed past its restarts, a file could not be written, NaN/Inf
@@ -13,3 +15,11 @@ UNSCORED = 4      # the run trained, but its final evaluation (its score) was cu
 WRITE_FAILED = 5  # a child could not write a file of the run (a full disk)
 SIGNALLED = {signal.SIGINT: (130, "SIGINT"), signal.SIGTERM: (143, "SIGTERM")}  # stopped: (status, name)
 STOPPED = {code for code, _ in SIGNALLED.values()}
+PIPE_CLOSED = 128 + signal.SIGPIPE  # what the shell reports for a command whose reader went away (`| head`)
+
+
+def pipe_closed() -> int:
+    """Its reader gone (`hogwild-play ... | head -1`): stop quietly, as a shell command does, rather than with a
+    traceback, and keep Python from failing again as it flushes stdout on the way out."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return PIPE_CLOSED

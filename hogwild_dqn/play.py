@@ -23,9 +23,10 @@ import numpy as np
 
 from hogwild_dqn import exits
 from hogwild_dqn.config import ConfigError, Parser
+from hogwild_dqn.console import Stopped, catch_stop_signals
 from hogwild_dqn.envs import make_env, protocol, render_problem, resolve
 from hogwild_dqn.evaluation.games import play_episode
-from hogwild_dqn.evaluation.policy import EVAL_SEED_OFFSET, check_arguments, load_policy
+from hogwild_dqn.evaluation.policy import EVAL_SEED_OFFSET, check_arguments, check_fits, load_policy
 from hogwild_dqn.files import WriteFailed, write_failed
 
 PLAY_SEED_OFFSET = 2 * EVAL_SEED_OFFSET  # games the evaluator did not play
@@ -120,9 +121,15 @@ def play(run_dir: Path, episodes: int, device: str, seed: int | None, video: boo
         print(f"play: no video: {cfg.game} cannot draw its screens on this machine ({problem})", flush=True)
         video = False
     env = make_env(cfg, seed, for_eval=True, render=video)
+    try:
+        check_fits(policy, env)
+    except ConfigError:
+        env.close()
+        raise
     acting = (f"epsilon-greedy (epsilon {cfg.eval_epsilon:g})" if not policy.actor_critic
-              else "the policy's most likely action (the Gaussian's mean: --no-deterministic samples)"
-              if policy.deterministic else "actions sampled from the policy")
+              else ("the Gaussian's mean (--no-deterministic samples)" if policy.spec.continuous
+                    else "the policy's most likely action") if policy.deterministic
+              else "actions sampled from the policy")
     which = ("the best periodic evaluation's weights (selection-biased; checkpoint.pt holds the last)" if best
              else "the last weights")
     peak = (f"evaluator's best {policy.best_eval_return:g}" if math.isfinite(policy.best_eval_return)
@@ -153,6 +160,7 @@ def play(run_dir: Path, episodes: int, device: str, seed: int | None, video: boo
 
 
 def main(argv: list[str] | None = None) -> int:
+    catch_stop_signals()
     try:
         args = parse(argv)
         r = play(args.run_dir, args.episodes, args.device, args.seed, args.video, args.deterministic, args.best,
@@ -166,8 +174,16 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("play: interrupted", file=sys.stderr)
         return exits.SIGNALLED[signal.SIGINT][0]
-    print(f"mean {r['mean']:g} ± {r['std']:.1f} over {len(r['scores'])} games, min {r['min']:g}, max {r['max']:g}"
-          + (f"; video {r['video']}" if r["video"] else ""))
+    except Stopped:
+        print("play: terminated", file=sys.stderr)
+        return exits.SIGNALLED[signal.SIGTERM][0]
+    except BrokenPipeError:
+        return exits.pipe_closed()
+    try:
+        print(f"mean {r['mean']:g} ± {r['std']:.1f} over {len(r['scores'])} games, min {r['min']:g}, "
+              f"max {r['max']:g}" + (f"; video {r['video']}" if r["video"] else ""), flush=True)
+    except BrokenPipeError:
+        return exits.pipe_closed()
     return 0
 
 

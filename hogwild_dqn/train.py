@@ -33,6 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C before the runner takes signals over (during its imports): no child started
         print(f"{prog}: stopped (Ctrl-C) before the run's processes started", file=sys.stderr)
         return exits.SIGNALLED[signal.SIGINT][0]
+    except BrokenPipeError:  # stdout's reader gone (`| head -1`): at the start line, or at the last (all saved)
+        return exits.pipe_closed()
 
 
 if __name__ == "__main__":

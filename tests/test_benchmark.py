@@ -198,6 +198,8 @@ def test_an_attempt_cut_before_its_first_checkpoint_is_set_aside_with_its_sessio
 
 @pytest.mark.parametrize("args, said", [
     (["--reference", "Pong=1"], "--reference 'Pong=1': expected GAME=RANDOM,HUMAN"),
+    (["--reference", "Pong=nan,1"], "--reference 'Pong=nan,1': the random and human scores must be finite numbers"),
+    (["--reference", "Pong=1,inf"], "the random and human scores must be finite numbers"),
     (["--frames", "0"], "must be positive"),
     (["--record", "pytest.ini"], "--record pytest.ini: not a directory"),
     (["--games", "CartPole-v1", "--", "--lr", "-1"], "train.py refused the run CartPole-v1-ppo-s1: train.py: error"),

@@ -16,6 +16,9 @@ BAD = [
     (["--algo", "dqn", "--game", "Pong", "--replay-size", "1e9"], "GiB of it --replay-size 1,000,000,000 transitions"),
     (["--game", "Pong", "--algo", "ppo", "--threads", "5000"], "workers fit (--force starts it anyway)"),
     (["--game", "Pongg"], "did you mean Pong"),
+    (["--game", "Pong-v5"], "--game 'Pong-v5' is unknown; did you mean ALE/Pong-v5, Pong"),
+    (["--game", "PongNoFrameskip-v4"], "--game 'PongNoFrameskip-v4' is one of gymnasium's older ALE ids, whose frame "
+                                       "skip and sticky actions are their own; give the game's name (Pong)"),
     (["--threads", "0"], "--threads must be a positive integer"),
     (["--threads", "-2"], "--threads must be a positive integer"),
     (["--threads", "two"], "must be an integer, got 'two'"),
@@ -36,6 +39,9 @@ BAD = [
     (["--adam-betas", "1.5", "0.9"], "--adam-betas must be two numbers in [0, 1), got [1.5, 0.9]"),
     (["--eps-finals", "0.1", "0.2", "--eps-probs", "1.5", "-0.5"], "--eps-probs must be probabilities in [0, 1]"),
     (["--config", "no/such.yaml"], "config file no/such.yaml does not exist"),
+    (["--screen-size", "10"], "--screen-size 10 is too small for --torso paper's convolutions; they need 20 or more"),
+    (["--screen-size", "30", "--torso", "nature"], "they need 36 or more"),
+    (["--screen-size", "60000"], "--screen-size 60000 is larger than the ALE's screens (210x160)"),
     (["--cluster", "127.0.0.1:99999"], "--cluster's port must be 1-65535, got '127.0.0.1:99999'"),
     (["--cluster", "[::1]:0"], "--cluster's port must be 1-65535, got '[::1]:0'"),
     (["--stop-return", "high"], "argument --stop-return: must be a number, got 'high'"),
@@ -104,7 +110,7 @@ def test_bad_config_file(tmp_path, text, message):
     assert message in proc.stderr and str(cfg) in proc.stderr
 
 
-def test_a_float_written_1e_3_in_a_config_file_is_that_number(tmp_path):
+def test_a_number_written_1e_3_in_a_config_file_is_that_number(tmp_path):
     """YAML 1.1 (PyYAML) reads 1e-3, without a dot, as text: a config file means the number, and gets it; a
     word stays refused."""
     for text, lr in (("lr: 1e-3\n", 0.001), ("lr: 5E-4\n", 0.0005), ("lr: .5e-2\n", 0.005)):
@@ -113,6 +119,14 @@ def test_a_float_written_1e_3_in_a_config_file_is_that_number(tmp_path):
     (tmp_path / "c.yaml").write_text("lr: 1e-3x\n")
     with pytest.raises(ConfigError, match="key 'lr' must be of type float, got '1e-3x'"):
         load(["--config", str(tmp_path / "c.yaml")])
+    # an int setting written as a whole number in exponent form, as the command line takes it
+    for text, frames in (("frames: 1e7\n", 10_000_000), ("frames: 1.0e+7\n", 10_000_000), ("frames: 3e5\n", 300_000)):
+        (tmp_path / "c.yaml").write_text(text)
+        assert load(["--config", str(tmp_path / "c.yaml")])[0].frames == frames
+    for text in ("frames: 1.5e0\n", "frames: 2.5\n"):
+        (tmp_path / "c.yaml").write_text(text)
+        with pytest.raises(ConfigError, match="key 'frames' must be of type int"):
+            load(["--config", str(tmp_path / "c.yaml")])
 
 
 def test_unwritable_run_dir(tmp_path):
@@ -143,6 +157,9 @@ def test_resume_refuses_another_config_run_dir_or_logdir(tmp_path):
 def test_resume_from_missing_or_corrupt_checkpoint(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
+    for missing in (tmp_path / "no-such-run", tmp_path / "no-such-run" / "deeper"):
+        proc = run_train("--resume", missing, timeout=120)
+        assert proc.returncode == 2 and proc.stderr == f"train.py: error: --resume {missing}: no such run dir\n"
     proc = run_train("--resume", run, timeout=120)
     assert proc.returncode == 2 and "config.yaml does not exist" in proc.stderr
     (run / "config.yaml").write_text("game: CartPole-v1\nalgo: a3c\n")

@@ -1,6 +1,7 @@
 """Cluster runs on a real 2-machine Ray cluster on loopback (Ray's own multi-node test support), real processes."""
 
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -179,6 +180,21 @@ def test_unreachable_cluster_is_one_line_error(tmp_path):
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr[-2000:]
     assert "cannot join the Ray cluster at 127.0.0.1:9" in r.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_a_port_that_is_not_rays_is_one_line_error_in_seconds(tmp_path):
+    """Something listening that is not Ray's head (a plain TCP listener, silent): ray.init waited on it for
+    minutes with no limit; it is refused within the 10-s answer limit."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        t0 = time.time()
+        r = run_train("--game", "CartPole-v1", "--cluster", f"127.0.0.1:{port}", "--run-dir", tmp_path / "run",
+                      timeout=300)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr[-2000:]
+    assert f"cannot join the Ray cluster at 127.0.0.1:{port}: something listens there, but not Ray's head" in r.stderr
+    assert time.time() - t0 < 60 and not (tmp_path / "run").exists()
 
 
 def _push_ones(param, flag, pushes: int) -> None:

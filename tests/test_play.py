@@ -15,7 +15,7 @@ from hogwild_dqn.config import Config, ConfigError
 from hogwild_dqn.evaluation.games import play_episode
 from hogwild_dqn.evaluation.policy import Policy
 from hogwild_dqn.networks import network_for
-from tests.conftest import run_cmd, run_play
+from tests.conftest import run_cmd, run_play, start
 
 
 def test_q_policy_is_epsilon_greedy():
@@ -120,19 +120,32 @@ def test_load_policy_says_a_bad_argument_or_checkpoint_in_one_line(cartpole_q1, 
                             ({"seed": -1}, "--seed must be an integer >= 0, got -1"),
                             ({"seed": "abc"}, "--seed must be an integer >= 0, got 'abc'"),
                             ({"epsilon": "0.5"}, "--epsilon must be in [0, 1], got '0.5'"),
-                            ({"best": True, "last": True}, "--best and --last name two different files")):
+                            ({"best": True, "last": True}, "--best and --last name two different files"),
+                            ({"best": "no"}, "--best is true or false, got 'no'"),
+                            ({"deterministic": "yes"}, "--deterministic is true or false, got 'yes'")):
         with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
             hogwild_dqn.load_policy(cartpole_q1, **kwargs)
+    with pytest.raises(ConfigError, match="a run dir is a path, got 123"):
+        hogwild_dqn.load_policy(123)
+    with pytest.raises(ConfigError, match=r"an observation of shape \(2,\); CartPole-v1's network takes \(4,\)"):
+        hogwild_dqn.load_policy(cartpole_q1).act([0.0, 0.0])
     if not torch.cuda.is_available():
         with pytest.raises(ConfigError, match="--device cuda: no CUDA device is available here"):
             hogwild_dqn.load_policy(cartpole_q1, device="cuda")
     good = torch.load(cartpole_q1 / "checkpoint.pt", weights_only=False)
     for key, value in (("algo", "zzz"), ("hidden", "abc"), ("obs_shape", "abc"), ("frames", "abc"),
-                       ("best_eval_return", "abc")):
-        run = tmp_path / f"bad-{key}"
+                       ("best_eval_return", "abc"), ("game", 123), ("seed", "x"), ("game", "Acrobot-v1")):
+        run = tmp_path / f"bad-{key}-{value}"
         shutil.copytree(cartpole_q1, run)
         ckpt = {**good, "config": {**good["config"]}}
-        (ckpt["config"] if key in ("algo", "hidden") else ckpt)[key] = value
+        (ckpt["config"] if key in ("algo", "hidden", "game", "seed") else ckpt)[key] = value
+        if value == "Acrobot-v1":  # a game of other shapes: play is refused before its first step
+            torch.save(ckpt, run / "checkpoint.pt")
+            proc = run_play(run, "--no-video", "--episodes", "1")
+            assert proc.returncode == 2 and proc.stderr == (
+                f"play: error: checkpoint {run / 'checkpoint.pt'} does not fit Acrobot-v1: its network takes "
+                "observations of shape (4,) and 2 actions, the game has (6,) and 3\n"), proc.stderr[-2000:]
+            continue
         torch.save(ckpt, run / "checkpoint.pt")
         with pytest.raises(ConfigError, match=rf"^checkpoint {run / 'checkpoint.pt'}") as caught:
             hogwild_dqn.load_policy(run)
@@ -144,3 +157,13 @@ def test_load_policy_says_a_bad_argument_or_checkpoint_in_one_line(cartpole_q1, 
             assert proc.returncode == 2 and proc.stderr == (f"play: error: checkpoint {run / 'checkpoint.pt'} is of "
                                                             "the algorithm 'zzz', which this version does not have "
                                                             "(q1, sarsa1, nq, a3c, dqn, ppo)\n"), proc.stderr[-2000:]
+
+
+def test_play_whose_reader_goes_away_stops_quietly(cartpole_q1):
+    """`hogwild-play RUN | head -1`: a shell command's status for a closed pipe (141), not a BrokenPipeError
+    traceback."""
+    proc = start([sys.executable, "-m", "hogwild_dqn.play", cartpole_q1, "--episodes", "100000", "--no-video"])
+    assert proc.stdout.readline().startswith(f"{cartpole_q1 / 'checkpoint.pt'}: the last weights")
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 141 and err == "", err

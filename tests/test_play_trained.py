@@ -68,6 +68,23 @@ def test_a_game_cut_short_leaves_the_last_video_as_it_was(trained):
     assert kept.read_bytes() == before and not filming.exists()
 
 
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_play_stops_on_a_signal_while_filming_even_started_with_sigint_ignored(trained, signum):
+    """SDL (the screens' renderer) took SIGTERM for its own queue: `kill` did not stop a filming play; nor did
+    `kill -INT` one started as a script's background job (SIGINT ignored)."""
+    proc = start([sys.executable, "-m", "hogwild_dqn.play", trained, "--episodes", "1000000"],
+                 preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    filming, deadline = trained / ".play.mp4.tmp.mp4", time.time() + 120
+    while not filming.exists() and time.time() < deadline:
+        time.sleep(0.05)
+    assert filming.exists(), "the first game was never filmed"
+    proc.send_signal(signum)
+    out, err = proc.communicate(timeout=60)
+    code, word = {signal.SIGTERM: (143, "terminated"), signal.SIGINT: (130, "interrupted")}[signum]
+    assert proc.returncode == code and err.strip().splitlines() == [f"play: {word}"], err
+    assert not filming.exists()
+
+
 def test_load_policy_acts_on_the_env_make_env_builds(trained):
     """The last weights by default (before the fix: best.pt, the maximum of noisy 5-game evaluations)."""
     policy = hogwild_dqn.load_policy(trained)

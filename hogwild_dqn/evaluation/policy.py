@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -14,7 +15,7 @@ import torch
 from hogwild_dqn.acting import act_many
 from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.checkpoint import read_checkpoint
-from hogwild_dqn.config import FIELDS, Config, ConfigError, first_line
+from hogwild_dqn.config import Config, ConfigError, first_line, saved_values
 from hogwild_dqn.distributions import gaussian, most_likely, sample
 from hogwild_dqn.networks import is_recurrent, network_for
 
@@ -38,6 +39,7 @@ class Policy:
         self.seed(seed)
         self.reset()
         self.source, self.frames, self.best_eval_return = None, 0, -math.inf  # set by load_policy
+        self.spec = None  # load_policy: the checkpoint's observation shape and action count
 
     def reset(self, rows: int = 1) -> None:
         """New games on `rows` rows (play_games plays several side by side): the recurrent state (if any) starts
@@ -63,6 +65,9 @@ class Policy:
         """One action (as `act` gives it) for each of several games' observations, in one forward; `rows`: the
         games' rows of the recurrent state (see reset)."""
         obs = torch.as_tensor(np.stack([np.asarray(o) for o in observations]), device=self.device)
+        if self.spec is not None and tuple(obs.shape[1:]) != self.spec.obs_shape:  # a caller's env of another game
+            raise ConfigError(f"an observation of shape {tuple(obs.shape[1:])}; {self.cfg.game}'s network takes "
+                              f"{self.spec.obs_shape} (the env make_env(policy.cfg, ...) builds)")
         if not self.actor_critic:
             return [int(a) for a in act_many(self.net, obs, self.cfg.eval_epsilon, False, self.rng)]
         with torch.inference_mode():
@@ -82,6 +87,8 @@ def policy_file(run_dir: Path, best: bool = False) -> Path:
     """checkpoint.pt of a run, its last weights (the run's score is theirs); with `best`, best.pt, the weights of
     its best periodic evaluation (the maximum of noisy few-game evaluations: selection-biased). A one-line
     ConfigError when the dir has no such file."""
+    if not isinstance(run_dir, (str, os.PathLike)):
+        raise ConfigError(f"a run dir is a path, got {run_dir!r:.60}")
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise ConfigError(f"run dir {run_dir} {'is not a directory' if run_dir.exists() else 'does not exist'}")
@@ -100,6 +107,9 @@ def _shown(v) -> str:
 def check_arguments(device="cpu", seed: int | None = 0, epsilon: float | None = None, best: bool = False,
                     last: bool | None = None) -> None:
     """load_policy's and play's arguments, with the flags' names: a ConfigError of one line for a bad one."""
+    for name, v in (("best", best), ("last", last)):
+        if not (isinstance(v, bool) or (name == "last" and v is None)):
+            raise ConfigError(f"--{name} is true or false, got {v!r}")
     if best and last:
         raise ConfigError("--best and --last name two different files; choose one")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
@@ -128,6 +138,8 @@ def load_policy(run_dir: str | Path, device: str = "cpu", seed: int = 0, determi
     place of the run's --eval-epsilon. `last`: the default now, kept for earlier callers (last=False: best).
     Raises ConfigError, one line, for a bad argument, a missing file, or a checkpoint that is not one of a run."""
     check_arguments(device, seed, epsilon, best, last)
+    if not (deterministic is None or isinstance(deterministic, bool)):
+        raise ConfigError(f"--deterministic is true or false, got {deterministic!r}")
     best = best or last is False
     path = policy_file(run_dir, best)
     ckpt = read_checkpoint(path)
@@ -138,8 +150,9 @@ def load_policy(run_dir: str | Path, device: str = "cpu", seed: int = 0, determi
         raise ConfigError(f"checkpoint {path} is of the algorithm {saved.get('algo')!r:.40}, which this version "
                           f"does not have ({', '.join(ALGORITHMS)})")
     kind = ALGORITHMS[saved["algo"]]
+    values = saved_values(saved, f"checkpoint {path} is damaged: its config's")
     try:  # a checkpoint edited by hand, or of a version with other values, is one line, not a traceback
-        cfg = dataclasses.replace(Config(), **{k: v for k, v in saved.items() if k in FIELDS})
+        cfg = dataclasses.replace(Config(), **values)
         spec = SimpleNamespace(obs_shape=tuple(int(n) for n in ckpt["obs_shape"]), n_actions=int(ckpt["n_actions"]),
                                continuous=bool(ckpt.get("continuous", False)))
         frames, best_return = int(ckpt["frames"]), float(ckpt.get("best_eval_return", -math.inf))
@@ -160,4 +173,18 @@ def load_policy(run_dir: str | Path, device: str = "cpu", seed: int = 0, determi
         deterministic = True
     policy = Policy(net, cfg, device, seed, deterministic)
     policy.source, policy.frames, policy.best_eval_return = path, frames, best_return
+    policy.spec = spec
     return policy
+
+
+def check_fits(policy: Policy, env) -> None:
+    """That `env` (make_env of policy.cfg) has the observations and actions the checkpoint's network was built
+    for: a checkpoint whose game was edited to another one is a ConfigError line, not a matrix-shape traceback."""
+    space = env.action_space
+    actions = int(space.n) if hasattr(space, "n") else int(space.shape[0])
+    env_shapes = (tuple(env.observation_space.shape or ()), actions)
+    net_shapes = (policy.spec.obs_shape, policy.spec.n_actions)
+    if env_shapes != net_shapes:
+        raise ConfigError(f"checkpoint {policy.source} does not fit {policy.cfg.game}: its network takes observations "
+                          f"of shape {net_shapes[0]} and {net_shapes[1]} actions, the game has {env_shapes[0]} and "
+                          f"{env_shapes[1]}")

@@ -22,6 +22,7 @@ import yaml
 
 from hogwild_dqn.checkpoint import readable_evals
 from hogwild_dqn.config import ConfigError, is_number, load
+from hogwild_dqn.exits import pipe_closed
 from hogwild_dqn.files import WriteFailed, atomic_bytes, atomic_write
 from hogwild_dqn.rundir import in_use
 
@@ -49,6 +50,8 @@ def one_line_errors(name: str):
             except KeyboardInterrupt:  # Ctrl-C in a tool's own work (a run it started stops itself, and says so)
                 print(f"{name}: stopped (Ctrl-C)", file=sys.stderr)
                 return 130
+            except BrokenPipeError:  # its reader gone (`| head`)
+                return pipe_closed()
 
         return run
 

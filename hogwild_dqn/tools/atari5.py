@@ -41,4 +41,5 @@ if __name__ == "__main__":
 
     from hogwild_dqn.tools import not_a_command
 
-    sys.exit(not_a_command(__spec__.name, "`python -m hogwild_dqn.tools.benchmark --suite atari5` (with --report-only for the estimate from its records)"))
+    sys.exit(not_a_command(__spec__.name, "`python -m hogwild_dqn.tools.benchmark --suite atari5` (with "
+                                          "--report-only, the estimate from its records)"))

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -258,6 +259,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
             random_score, human = (float(v) for v in pair.split(","))
         except ValueError:
             p.error(f"--reference {given!r}: expected GAME=RANDOM,HUMAN, e.g. Pong=-20.7,14.6")
+        if not (math.isfinite(random_score) and math.isfinite(human)):
+            p.error(f"--reference {given!r}: the random and human scores must be finite numbers")
         if human == random_score:
             p.error(f"--reference {given!r}: the human and random scores must differ")
         args.reference[game] = (random_score, human)

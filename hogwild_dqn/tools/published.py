@@ -91,4 +91,5 @@ if __name__ == "__main__":
 
     from hogwild_dqn.tools import not_a_command
 
-    sys.exit(not_a_command(__spec__.name, "`python -m hogwild_dqn.tools.benchmark --report-only` (its report sets the published rows beside a suite)"))
+    sys.exit(not_a_command(__spec__.name, "`python -m hogwild_dqn.tools.benchmark --report-only` (its report sets "
+                                          "the published rows beside a suite)"))
