@@ -11,7 +11,7 @@ from types import SimpleNamespace
 from tqdm import tqdm
 
 from hogwild_dqn.config import Config
-from hogwild_dqn.exits import SIGNALLED
+from hogwild_dqn.exits import PIPE_CLOSED, SIGNALLED, quiet
 
 
 class Stopped(Exception):
@@ -51,12 +51,15 @@ class Console:
 
     def __exit__(self, kind, exc, tb) -> bool:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        if kind is BrokenPipeError:  # the progress line's reader gone (`2>&1 | head`): stop as at a hangup, saved
+            quiet(sys.stderr)
+            self.status = (PIPE_CLOSED, "stopped: its output's reader went away (a broken pipe)")
         self.bar.close()
         if kind is KeyboardInterrupt:
             self.status = (SIGNALLED[signal.SIGINT][0], "interrupted (SIGINT)")
         elif kind is Stopped:
             self.status = (SIGNALLED[signal.SIGTERM][0], "terminated (SIGTERM)")
-        return kind in (KeyboardInterrupt, Stopped)
+        return kind in (KeyboardInterrupt, Stopped, BrokenPipeError)
 
 
 @contextmanager

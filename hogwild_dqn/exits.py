@@ -18,8 +18,14 @@ STOPPED = {code for code, _ in SIGNALLED.values()}
 PIPE_CLOSED = 128 + signal.SIGPIPE  # what the shell reports for a command whose reader went away (`| head`)
 
 
+def quiet(stream) -> None:
+    """`stream` (stdout, stderr) writes to /dev/null from now on: its reader is gone, and every later line (the
+    run's last, Python's flush on the way out) would fail again."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+
+
 def pipe_closed() -> int:
-    """Its reader gone (`hogwild-play ... | head -1`): stop quietly, as a shell command does, rather than with a
-    traceback, and keep Python from failing again as it flushes stdout on the way out."""
-    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    """stdout's reader gone (`hogwild-play ... | head -1`): stop quietly, as a shell command does, rather than with
+    a traceback."""
+    quiet(sys.stdout)
     return PIPE_CLOSED

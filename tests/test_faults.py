@@ -111,6 +111,24 @@ def test_sigterm_and_sigint_stop_everything_and_leave_nothing_behind(tmp_path):
     assert Path(tempfile.gettempdir()).exists()
 
 
+def test_a_run_whose_output_reader_goes_away_stops_saved_as_at_a_hangup(tmp_path):
+    """`hogwild-train ... 2>&1 | head -1`: the progress line's next write met a broken pipe and the run died with
+    a traceback and nothing saved; it now stops as a SIGTERM stops it (checkpoint, summary), exit 141."""
+    run = tmp_path / "run"
+    proc = conftest.start([sys.executable, conftest.ROOT / "train.py", "--game", "CartPole-v1", "--threads", 1,
+                           "--frames", 10**8, "--eval-every", 10**6, "--run-dir", run])
+    deadline = time.time() + 120
+    while not list(run.glob("events.out.tfevents.*.worker0")) and time.time() < deadline:
+        time.sleep(0.3)
+    proc.stderr.close()  # the reader of the progress line is gone: its next write (within 30 s) fails
+    out = proc.stdout.read()
+    assert proc.wait(timeout=120) == 141, out
+    assert out.strip().splitlines()[-1].startswith("stopped: its output's reader went away (a broken pipe): ")
+    s = read_summary(run)
+    assert s["status"] == "stopped: its output's reader went away (a broken pipe)" and s["frames"] > 0
+    assert torch.load(run / "checkpoint.pt", weights_only=True)["frames"] == s["frames"]
+
+
 def test_nan_stops_training_and_keeps_the_last_good_checkpoint(tmp_path):
     run = tmp_path / "run"
     good = run_train("--game", "CartPole-v1", "--threads", 2, "--frames", 4000, "--eval-every", 2000,
