@@ -53,16 +53,20 @@ def _is_loopback(address: str) -> bool:
     return address.rsplit(":", 1)[0].strip("[]") in ("127.0.0.1", "localhost", "::1")
 
 
-def _answers_http2(host: str, port: int) -> bool:
-    """Whether host:port answers an HTTP/2 client preface with a SETTINGS frame, as Ray's head (a gRPC server)
-    does at once; a connection that fails raises OSError."""
+def _not_rays_head(host: str, port: int) -> str | None:
+    """Why host:port is not a Ray head, or None: it must answer an HTTP/2 client preface with a SETTINGS frame
+    at once, as Ray's head (a plaintext gRPC server) does. A connection that fails raises OSError."""
+    frame = b""
     with socket.create_connection((host, port), timeout=10) as s:
         s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0]))  # preface, empty SETTINGS
         try:
-            frame = s.recv(9)
+            while len(frame) < 9 and (part := s.recv(9 - len(frame))):
+                frame += part
         except TimeoutError:
-            return False
-    return len(frame) == 9 and frame[3] == 4  # a frame header whose type is SETTINGS
+            return "no gRPC answer within 10 s"
+    if len(frame) < 9:
+        return "it closed the connection without a gRPC answer"
+    return None if frame[3] == 4 else "its answer is not gRPC's"  # a frame header whose type is SETTINGS
 
 
 def _connect(address: str):
@@ -83,14 +87,15 @@ def _connect(address: str):
             raise ConfigError(f"cannot join the Ray cluster at auto ({_last_line(e)})") from None
     if target != "auto":  # Ray itself retries a dead address for minutes; a plain connect answers at once
         host, port = target.rsplit(":", 1)
+        tls = os.environ.get("RAY_USE_TLS", "0") not in ("", "0")  # its head answers no plaintext preface
         try:
-            grpc = _answers_http2(host.strip("[]"), int(port))
+            why = None if tls else _not_rays_head(host.strip("[]"), int(port))
         except OSError as e:
             raise ConfigError(f"cannot join the Ray cluster at {address} ({e.strerror or e}); "
                               "is `ray start --head` running there?") from None
-        if not grpc:  # ray.init would wait on it for minutes, with no time limit
+        if why:  # ray.init would wait on it for minutes, with no time limit
             raise ConfigError(f"cannot join the Ray cluster at {address}: something listens there, but not Ray's "
-                              "head (no gRPC answer within 10 s); is that the port `ray start --head` gave?")
+                              f"head ({why}); is that the port `ray start --head` gave?")
     package = str(Path(__file__).resolve().parent)
     try:
         ray.init(address=address, logging_level="ERROR", log_to_driver=False,

@@ -303,12 +303,13 @@ class Config:
         if self.obs_normalize and ALGORITHMS[self.algo].replay:
             raise ConfigError(f"--obs-normalize is not available for --algo {self.algo} (its replay memory keeps "
                               "raw observations that the statistics would have to follow)")
-        if self.screen_size > ALE_SCREEN[0]:
-            raise ConfigError(f"--screen-size {self.screen_size} is larger than the ALE's screens "
-                              f"({ALE_SCREEN[0]}x{ALE_SCREEN[1]}): a larger one adds no detail, only memory")
-        if self.screen_size < (least := smallest_screen(self.torso)) and game_kind(self.game).startswith("atari"):
-            raise ConfigError(f"--screen-size {self.screen_size} is too small for --torso {self.torso}'s "
-                              f"convolutions; they need {least} or more")
+        if game_kind(self.game).startswith("atari"):  # elsewhere the screen is not the input
+            if self.screen_size > ALE_SCREEN[0]:
+                raise ConfigError(f"--screen-size {self.screen_size} is larger than the ALE's screens "
+                                  f"({ALE_SCREEN[0]}x{ALE_SCREEN[1]}): a larger one adds no detail, only memory")
+            if self.screen_size < (least := smallest_screen(self.torso)):
+                raise ConfigError(f"--screen-size {self.screen_size} is too small for --torso {self.torso}'s "
+                                  f"convolutions; they need {least} or more")
         if self.eval_every > self.frames:
             raise ConfigError(f"--eval-every {self.eval_every} is larger than --frames {self.frames}")
         if len(self.eps_finals) != len(self.eps_probs) or abs(sum(self.eps_probs) - 1) > 1e-6:
@@ -379,13 +380,14 @@ def _coerce(key: str, value, where: str):
     ok = isinstance(value, want) and not (want is int and isinstance(value, bool))
     if want is float and isinstance(value, int) and not isinstance(value, bool):
         value, ok = float(value), True
+    written = value
     if want in (int, float) and isinstance(value, str) and re.fullmatch(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+", value):
         value = float(value)  # YAML 1.1 reads 1e-3 (no dot) as text, though it is plainly the number
         ok = want is float
     if want is int and isinstance(value, float) and value.is_integer():
         value, ok = int(value), True  # frames: 1e7, as the command line takes it
     if not ok:
-        raise ConfigError(f"{where} must be of type {want.__name__}, got {value!r}")
+        raise ConfigError(f"{where} must be of type {want.__name__}, got {written!r}")
     return value
 
 

@@ -29,37 +29,55 @@ def catch_stop_signals() -> None:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+class OutputClosed(Exception):
+    """The progress line could not be written: its reader went away (`hogwild-train ... 2>&1 | head -1`)."""
+
+
 class Console:
     """`with Console(...) as console:` shows a progress line and catches a stop signal; `console.status` is then
-    (130, "interrupted (SIGINT)") or (143, "terminated (SIGTERM)"), else what the loop inside set."""
+    (130, "interrupted (SIGINT)"), (143, "terminated (SIGTERM)") or, the progress line's reader gone, (141, ...),
+    else what the loop inside set."""
 
     def __init__(self, cfg: Config, frames0: int, desc: str):
         self.cfg, self.frames0, self.desc = cfg, frames0, desc
         self.status: tuple[int, str] = (0, "finished")
+        self.closed = False
 
     def __enter__(self) -> Console:
         catch_stop_signals()
-        self.bar = tqdm(total=self.cfg.frames, initial=self.frames0, unit="frame", unit_scale=True,
-                        dynamic_ncols=True, desc=self.desc, disable=not self.cfg.progress,
-                        mininterval=0.5 if sys.stderr.isatty() else 30)  # in a log file: a line every 30 s
+        self.bar = self._written(lambda: tqdm(total=self.cfg.frames, initial=self.frames0, unit="frame",
+                                              unit_scale=True, dynamic_ncols=True, desc=self.desc,
+                                              disable=not self.cfg.progress,
+                                              mininterval=0.5 if sys.stderr.isatty() else 30))  # a log: every 30 s
         return self
 
+    def _written(self, write):
+        """`write()` to the progress line; its reader gone, stderr goes to /dev/null from then on (every later
+        line of the run would fail too) and the run is to stop as at SIGTERM, saved."""
+        try:
+            return write()
+        except BrokenPipeError:
+            quiet(sys.stderr)
+            self.closed = True
+            return write()
+
     def show(self, frames: int, last_eval: dict | None) -> None:
-        self.bar.update(min(frames, self.cfg.frames) - self.bar.n)
+        self._written(lambda: self.bar.update(min(frames, self.cfg.frames) - self.bar.n))
         if last_eval:
             self.bar.set_postfix_str(f"eval {last_eval['mean_return']:.1f}", refresh=False)
+        if self.closed:
+            raise OutputClosed
 
     def __exit__(self, kind, exc, tb) -> bool:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        if kind is BrokenPipeError:  # the progress line's reader gone (`2>&1 | head`): stop as at a hangup, saved
-            quiet(sys.stderr)
-            self.status = (PIPE_CLOSED, "stopped: its output's reader went away (a broken pipe)")
         self.bar.close()
         if kind is KeyboardInterrupt:
             self.status = (SIGNALLED[signal.SIGINT][0], "interrupted (SIGINT)")
         elif kind is Stopped:
             self.status = (SIGNALLED[signal.SIGTERM][0], "terminated (SIGTERM)")
-        return kind in (KeyboardInterrupt, Stopped, BrokenPipeError)
+        elif kind is OutputClosed:
+            self.status = (PIPE_CLOSED, "stopped: its output's reader went away (a broken pipe)")
+        return kind in (KeyboardInterrupt, Stopped, OutputClosed)
 
 
 @contextmanager

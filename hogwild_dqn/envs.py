@@ -344,6 +344,11 @@ def emulator_fps(cfg: Config, seconds: float) -> float:
     return steps * cfg.frame_skip / (time.perf_counter() - t0)
 
 
+def action_count(space) -> int:
+    """A Discrete space's number of actions, a Box's number of action components."""
+    return int(space.n) if isinstance(space, gym.spaces.Discrete) else int(space.shape[0])
+
+
 def env_spec(cfg: Config) -> EnvSpec:
     """Probe the env once (in the parent, before spawning) for its shapes."""
     is_atari, env_id = resolve(cfg.game)
@@ -362,7 +367,7 @@ def env_spec(cfg: Config) -> EnvSpec:
             form = f"shape {obs_space.shape}" if obs_space.shape is not None else f"no shape ({obs_space})"
             raise ConfigError(f"--game {cfg.game!r} has observations of {form}; "
                               "non-Atari games need flat vector observations")
-        n = int(act_space.n) if kind == "Discrete" else int(act_space.shape[0])
+        n = action_count(act_space)
         return EnvSpec(env_id, is_atari, tuple(obs_space.shape), n, cfg.frame_skip if is_atari else 1,
                        continuous=kind == "Box", protocol=protocol(cfg))
     finally:

@@ -21,7 +21,9 @@ PIPE_CLOSED = 128 + signal.SIGPIPE  # what the shell reports for a command whose
 def quiet(stream) -> None:
     """`stream` (stdout, stderr) writes to /dev/null from now on: its reader is gone, and every later line (the
     run's last, Python's flush on the way out) would fail again."""
-    os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, stream.fileno())
+    os.close(devnull)  # the stream's fd now points where it did: a second call must not leave one more open
 
 
 def pipe_closed() -> int:

@@ -16,6 +16,7 @@ import math
 import shutil
 import signal
 import sys
+import tempfile
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
@@ -68,8 +69,9 @@ class VideoWriter:
 
         self.path, self.tmp = path, path.with_name(f".{path.name}.tmp.mp4")
         with self._failing():
-            # ffmpeg opens the file only at the first frame and then says "Broken pipe": ask the OS first
-            self.tmp.open("wb").close()
+            # ffmpeg opens the file only at the first frame and then says "Broken pipe": ask the OS first, with a
+            # file that has no name (so none is left behind, whatever stops play)
+            tempfile.TemporaryFile(dir=self.tmp.parent).close()
             self.writer = imageio.get_writer(self.tmp, fps=fps, codec="libx264", macro_block_size=2,
                                              ffmpeg_log_level="quiet")  # its failures: ours
 
@@ -145,13 +147,13 @@ def play(run_dir: Path, episodes: int, device: str, seed: int | None, video: boo
                 recorder = VideoWriter(policy.source.parent / "play.mp4", fps)
             try:
                 scores.append(play_episode(policy, env, recorder))
-            except BaseException:
+                if recorder is not None:
+                    recorder.close()
+                    out = recorder.path
+            except BaseException:  # a signal during the closing too: no part-video left behind
                 if recorder is not None:
                     recorder.abandon()
                 raise
-            if recorder is not None:
-                recorder.close()
-                out = recorder.path
             print(f"game {i + 1}: {scores[-1]:g}", flush=True)
     finally:
         env.close()

@@ -111,7 +111,7 @@ def test_sigterm_and_sigint_stop_everything_and_leave_nothing_behind(tmp_path):
     assert Path(tempfile.gettempdir()).exists()
 
 
-def test_a_run_whose_output_reader_goes_away_stops_saved_as_at_a_hangup(tmp_path):
+def test_a_run_whose_output_reader_goes_away_stops_saved_as_at_sigterm(tmp_path):
     """`hogwild-train ... 2>&1 | head -1`: the progress line's next write met a broken pipe and the run died with
     a traceback and nothing saved; it now stops as a SIGTERM stops it (checkpoint, summary), exit 141."""
     run = tmp_path / "run"

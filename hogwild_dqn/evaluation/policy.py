@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 from types import SimpleNamespace
 
+import gymnasium as gym
 import numpy as np
 import torch
 
@@ -17,6 +18,7 @@ from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.checkpoint import read_checkpoint
 from hogwild_dqn.config import Config, ConfigError, first_line, saved_values
 from hogwild_dqn.distributions import gaussian, most_likely, sample
+from hogwild_dqn.envs import action_count
 from hogwild_dqn.networks import is_recurrent, network_for
 
 EVAL_SEED_OFFSET = 10_000  # evaluation games never share seeds with the workers'
@@ -105,10 +107,10 @@ def _shown(v) -> str:
 
 
 def check_arguments(device="cpu", seed: int | None = 0, epsilon: float | None = None, best: bool = False,
-                    last: bool | None = None) -> None:
+                    last: bool | None = None, deterministic: bool | None = None) -> None:
     """load_policy's and play's arguments, with the flags' names: a ConfigError of one line for a bad one."""
-    for name, v in (("best", best), ("last", last)):
-        if not (isinstance(v, bool) or (name == "last" and v is None)):
+    for name, v in (("best", best), ("last", last), ("deterministic", deterministic)):
+        if not (isinstance(v, bool) or (name != "best" and v is None)):
             raise ConfigError(f"--{name} is true or false, got {v!r}")
     if best and last:
         raise ConfigError("--best and --last name two different files; choose one")
@@ -137,9 +139,7 @@ def load_policy(run_dir: str | Path, device: str = "cpu", seed: int = 0, determi
     else as the run evaluated (--deterministic-eval). `epsilon` (Q methods): the random-action probability in
     place of the run's --eval-epsilon. `last`: the default now, kept for earlier callers (last=False: best).
     Raises ConfigError, one line, for a bad argument, a missing file, or a checkpoint that is not one of a run."""
-    check_arguments(device, seed, epsilon, best, last)
-    if not (deterministic is None or isinstance(deterministic, bool)):
-        raise ConfigError(f"--deterministic is true or false, got {deterministic!r}")
+    check_arguments(device, seed, epsilon, best, last, deterministic)
     best = best or last is False
     path = policy_file(run_dir, best)
     ckpt = read_checkpoint(path)
@@ -180,11 +180,13 @@ def load_policy(run_dir: str | Path, device: str = "cpu", seed: int = 0, determi
 def check_fits(policy: Policy, env) -> None:
     """That `env` (make_env of policy.cfg) has the observations and actions the checkpoint's network was built
     for: a checkpoint whose game was edited to another one is a ConfigError line, not a matrix-shape traceback."""
-    space = env.action_space
-    actions = int(space.n) if hasattr(space, "n") else int(space.shape[0])
-    env_shapes = (tuple(env.observation_space.shape or ()), actions)
-    net_shapes = (policy.spec.obs_shape, policy.spec.n_actions)
+    continuous = isinstance(env.action_space, gym.spaces.Box)
+    env_shapes = (tuple(env.observation_space.shape or ()), action_count(env.action_space), continuous)
+    net_shapes = (policy.spec.obs_shape, policy.spec.n_actions, policy.spec.continuous)
     if env_shapes != net_shapes:
+        def kind(shapes):
+            return f"{shapes[1]} {'continuous' if shapes[2] else 'discrete'} actions"
+
         raise ConfigError(f"checkpoint {policy.source} does not fit {policy.cfg.game}: its network takes observations "
-                          f"of shape {net_shapes[0]} and {net_shapes[1]} actions, the game has {env_shapes[0]} and "
-                          f"{env_shapes[1]}")
+                          f"of shape {net_shapes[0]} and {kind(net_shapes)}, the game has {env_shapes[0]} and "
+                          f"{kind(env_shapes)}")

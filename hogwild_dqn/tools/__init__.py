@@ -10,7 +10,6 @@ summary is (summary_at), how a number is shown, how a figure is drawn and saved.
 
 import functools
 import json
-import os
 import signal
 import statistics
 import subprocess
@@ -22,7 +21,7 @@ import yaml
 
 from hogwild_dqn.checkpoint import readable_evals
 from hogwild_dqn.config import ConfigError, is_number, load
-from hogwild_dqn.exits import pipe_closed
+from hogwild_dqn.exits import pipe_closed, quiet
 from hogwild_dqn.files import WriteFailed, atomic_bytes, atomic_write
 from hogwild_dqn.rundir import in_use
 
@@ -132,10 +131,8 @@ def train(cmd: list[str], log: Path | None = None) -> int:
         """The terminal is gone: the run stops as at SIGTERM (left alone it would train on, orphaned, in a run dir
         the next suite wants to resume), and what the tool prints from here goes nowhere rather than failing
         (EIO); a suite's chain.log and records still get it all."""
-        quiet = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(quiet, 1)
-        os.dup2(quiet, 2)
-        os.close(quiet)  # 1 and 2 now point where it did: a second hang-up must not leave one more open
+        quiet(sys.stdout)
+        quiet(sys.stderr)
         proc.send_signal(signal.SIGTERM)
 
     handlers = {sig: signal.signal(sig, lambda signum, frame: proc.send_signal(signum))

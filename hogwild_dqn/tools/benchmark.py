@@ -30,7 +30,7 @@ import yaml
 
 from hogwild_dqn.config import DEFAULT_ALGO, ConfigError, Parser
 from hogwild_dqn.envs import resolve
-from hogwild_dqn.exits import STOPPED, UNSCORED
+from hogwild_dqn.exits import STOPPED, UNSCORED, pipe_closed
 from hogwild_dqn.files import WriteFailed, atomic_bytes, cause, write_failed
 from hogwild_dqn.tools import (
     TRAIN,
@@ -299,12 +299,17 @@ def main(argv: list[str] | None = None) -> int:
     except WriteFailed as e:
         print(f"benchmark: error: {e}; the same command resumes the suite once there is room", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # a run's lines piped on (`| head`), their reader gone
+        return pipe_closed()
     except OSError as e:  # the report's files (markdown, CSV, figures): the records and runs are whole
         print(f"benchmark: error: cannot write {e.filename or 'the report'}: {cause(e)}; the runs and records are "
               "kept, --report-only writes the report once there is room", file=sys.stderr)
         return 1
-    print(out.read_text())
-    print(f"wrote {out}, {out.with_name('benchmark.csv')}")
+    try:
+        print(out.read_text())
+        print(f"wrote {out}, {out.with_name('benchmark.csv')}", flush=True)
+    except BrokenPipeError:  # `--report-only | head`
+        return pipe_closed()
     if failed:
         print(f"benchmark: error: runs failed: {', '.join(failed)} (their output: <logdir>/<run>.log)",
               file=sys.stderr)
