@@ -15,18 +15,30 @@ from hogwild_dqn.exits import PIPE_CLOSED, SIGNALLED, quiet
 
 
 class Stopped(Exception):
-    """Raised in the main process by SIGTERM, like KeyboardInterrupt for SIGINT."""
+    """Raised in the main process by SIGTERM or SIGHUP (its args: the signal), like KeyboardInterrupt for SIGINT."""
 
 
-def _on_sigterm(signum, frame):
-    raise Stopped()
+def _on_stop(signum, frame):
+    if signum == signal.SIGHUP:  # the terminal is gone: writing to it would fail (EIO) as the run saves itself
+        quiet(sys.stdout)
+        quiet(sys.stderr)
+    raise Stopped(signum)
 
 
 def catch_stop_signals() -> None:
-    """Ctrl-C raises KeyboardInterrupt and SIGTERM Stopped, even if the process started with SIGINT ignored (as a
-    background job of a script does), so Ctrl-C, `kill -INT` and `kill` always stop a command cleanly."""
-    signal.signal(signal.SIGTERM, _on_sigterm)
+    """Ctrl-C raises KeyboardInterrupt, SIGTERM and a hang-up Stopped, even if the process started with SIGINT
+    ignored (as a background job of a script does), so Ctrl-C, `kill -INT`, `kill` and a closed terminal always
+    stop a command cleanly; a SIGHUP that nohup ignores stays ignored."""
+    signal.signal(signal.SIGTERM, _on_stop)
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGHUP) != signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, _on_stop)
+
+
+def stopped_by(e: Stopped) -> tuple[int, str]:
+    """The exit status and status line of a command that Stopped."""
+    signum = e.args[0] if e.args else signal.SIGTERM
+    return SIGNALLED[signum][0], f"{'hung up' if signum == signal.SIGHUP else 'terminated'} ({SIGNALLED[signum][1]})"
 
 
 class OutputClosed(Exception):
@@ -69,12 +81,12 @@ class Console:
             raise OutputClosed
 
     def __exit__(self, kind, exc, tb) -> bool:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # finishing() takes the signals over
         self.bar.close()
         if kind is KeyboardInterrupt:
             self.status = (SIGNALLED[signal.SIGINT][0], "interrupted (SIGINT)")
         elif kind is Stopped:
-            self.status = (SIGNALLED[signal.SIGTERM][0], "terminated (SIGTERM)")
+            self.status = stopped_by(exc)
         elif kind is OutputClosed:
             self.status = (PIPE_CLOSED, "stopped: its output's reader went away (a broken pipe)")
         return kind in (KeyboardInterrupt, Stopped, OutputClosed)
@@ -82,14 +94,18 @@ class Console:
 
 @contextmanager
 def finishing():
-    """While a run stops and writes its checkpoint and summary: Ctrl-C and SIGTERM are noted (`.signum`), not
-    raised, so what was trained is always saved; the caller cuts short what waits (the final evaluation)."""
+    """While a run stops and writes its checkpoint and summary: Ctrl-C, SIGTERM and a hang-up (unless ignored:
+    nohup) are noted (`.signum`), not raised, so what was trained is always saved; the caller cuts short what
+    waits (the final evaluation)."""
     note = SimpleNamespace(signum=None)
 
     def noted(signum, frame):
+        if signum == signal.SIGHUP:  # the terminal is gone: the lines still to come would fail (EIO)
+            quiet(sys.stdout)
+            quiet(sys.stderr)
         note.signum = signum
 
-    old = {sig: signal.signal(sig, noted) for sig in SIGNALLED}
+    old = {sig: signal.signal(sig, noted) for sig in SIGNALLED if signal.getsignal(sig) != signal.SIG_IGN}
     try:
         yield note
     finally:

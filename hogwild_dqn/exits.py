@@ -13,7 +13,8 @@ BAD_INPUT = 2     # a bad flag, preset, run dir or checkpoint: one line, nothing
 NONFINITE = 3     # a child met NaN/Inf in a loss, a gradient or the shared weights
 UNSCORED = 4      # the run trained, but its final evaluation (its score) was cut: --resume plays it
 WRITE_FAILED = 5  # a child could not write a file of the run (a full disk)
-SIGNALLED = {signal.SIGINT: (130, "SIGINT"), signal.SIGTERM: (143, "SIGTERM")}  # stopped: (status, name)
+# stopped by a signal: (status, name); SIGHUP, the terminal gone, where it is not ignored (nohup)
+SIGNALLED = {signal.SIGINT: (130, "SIGINT"), signal.SIGTERM: (143, "SIGTERM"), signal.SIGHUP: (129, "SIGHUP")}
 STOPPED = {code for code, _ in SIGNALLED.values()}
 PIPE_CLOSED = 128 + signal.SIGPIPE  # what the shell reports for a command whose reader went away (`| head`)
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from hogwild_dqn import exits
 from hogwild_dqn.config import ConfigError, Parser
-from hogwild_dqn.console import Stopped, catch_stop_signals
+from hogwild_dqn.console import Stopped, catch_stop_signals, stopped_by
 from hogwild_dqn.envs import make_env, protocol, render_problem, resolve
 from hogwild_dqn.evaluation.games import play_episode
 from hogwild_dqn.evaluation.policy import EVAL_SEED_OFFSET, check_arguments, check_fits, load_policy
@@ -176,9 +176,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("play: interrupted", file=sys.stderr)
         return exits.SIGNALLED[signal.SIGINT][0]
-    except Stopped:
-        print("play: terminated", file=sys.stderr)
-        return exits.SIGNALLED[signal.SIGTERM][0]
+    except Stopped as e:
+        status, line = stopped_by(e)
+        print(f"play: {line.split(' (')[0]}", file=sys.stderr)
+        return status
     except BrokenPipeError:
         return exits.pipe_closed()
     try:

@@ -36,7 +36,9 @@ def run_child(name: str, report, fn, *args) -> None:
     # Dead units get zero gradients; their optimizer statistics decay into denormal floats, which x86 computes
     # far slower (docs/speed.md).
     torch.set_flush_denormal(True)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the runner handles Ctrl-C and asks the children to stop
+    # the runner handles Ctrl-C and a closed terminal (both reach the whole process group) and asks them to stop
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
     try:
         fn(*args)
     except NonFinite as e:
@@ -156,7 +158,7 @@ class Processes:
             if note.signum is None and self.with_evaluator:
                 self.evaluator = self._evaluator()
         if note.signum is not None:
-            raise KeyboardInterrupt if note.signum == signal.SIGINT else Stopped()
+            raise KeyboardInterrupt if note.signum == signal.SIGINT else Stopped(note.signum)
 
     def check(self) -> str | None:
         """Collect evaluations; restart dead processes within their budgets; return why the run must stop."""

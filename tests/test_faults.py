@@ -129,6 +129,29 @@ def test_a_run_whose_output_reader_goes_away_stops_saved_as_at_sigterm(tmp_path)
     assert torch.load(run / "checkpoint.pt", weights_only=True)["frames"] == s["frames"]
 
 
+def test_a_closed_terminal_stops_the_run_saved_unless_nohup_ignores_it(tmp_path):
+    """SIGHUP to the whole process group, as a terminal that closes sends it: the runner stopped outright (its
+    children with it) and the last evaluation's checkpoint was all that stayed. It now stops as at SIGTERM,
+    saved, exit 129; under nohup (SIGHUP ignored) the run goes on."""
+    for ignored in (False, True):
+        run = tmp_path / f"run-{ignored}"
+        hup = signal.SIG_IGN if ignored else signal.SIG_DFL
+        proc = start_train(run, "--game", "CartPole-v1", "--threads", 1, "--frames", 10**8, "--eval-every", 10**6,
+                           start_new_session=True, preexec_fn=lambda hup=hup: signal.signal(signal.SIGHUP, hup))
+        children = psutil.Process(proc.pid).children(recursive=True)
+        os.killpg(proc.pid, signal.SIGHUP)
+        if ignored:
+            time.sleep(3)
+            assert proc.poll() is None and all(c.is_running() for c in children)
+            proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == (143 if ignored else 129), err[-2000:]
+        assert not wait_gone(children, 5), "orphan processes"
+        s = read_summary(run)
+        assert s["status"] == ("terminated (SIGTERM)" if ignored else "hung up (SIGHUP)") and s["frames"] > 0
+        assert torch.load(run / "checkpoint.pt", weights_only=True)["frames"] == s["frames"]
+
+
 def test_nan_stops_training_and_keeps_the_last_good_checkpoint(tmp_path):
     run = tmp_path / "run"
     good = run_train("--game", "CartPole-v1", "--threads", 2, "--frames", 4000, "--eval-every", 2000,

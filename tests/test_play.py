@@ -144,7 +144,8 @@ def test_load_policy_says_a_bad_argument_or_checkpoint_in_one_line(cartpole_q1, 
             proc = run_play(run, "--no-video", "--episodes", "1")
             assert proc.returncode == 2 and proc.stderr == (
                 f"play: error: checkpoint {run / 'checkpoint.pt'} does not fit Acrobot-v1: its network takes "
-                "observations of shape (4,) and 2 discrete actions, the game has (6,) and 3 discrete actions\n"), proc.stderr[-2000:]
+                "observations of shape (4,) and 2 discrete actions, the game has (6,) and 3 discrete actions\n"
+            ), proc.stderr[-2000:]
             continue
         torch.save(ckpt, run / "checkpoint.pt")
         with pytest.raises(ConfigError, match=rf"^checkpoint {run / 'checkpoint.pt'}") as caught:
