@@ -47,8 +47,8 @@ class OutputClosed(Exception):
 
 class Console:
     """`with Console(...) as console:` shows a progress line and catches a stop signal; `console.status` is then
-    (130, "interrupted (SIGINT)"), (143, "terminated (SIGTERM)") or, the progress line's reader gone, (141, ...),
-    else what the loop inside set."""
+    (130, "interrupted (SIGINT)"), (143, "terminated (SIGTERM)"), (129, "hung up (SIGHUP)") or, the progress
+    line's reader gone, (141, ...), else what the loop inside set."""
 
     def __init__(self, cfg: Config, frames0: int, desc: str):
         self.cfg, self.frames0, self.desc = cfg, frames0, desc
@@ -82,6 +82,8 @@ class Console:
 
     def __exit__(self, kind, exc, tb) -> bool:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)  # finishing() takes the signals over
+        if signal.getsignal(signal.SIGHUP) is _on_stop:  # as SIGTERM; one that nohup ignores stays ignored
+            signal.signal(signal.SIGHUP, signal.SIG_DFL)
         self.bar.close()
         if kind is KeyboardInterrupt:
             self.status = (SIGNALLED[signal.SIGINT][0], "interrupted (SIGINT)")
