@@ -11,17 +11,18 @@ from types import SimpleNamespace
 from tqdm import tqdm
 
 from hogwild_dqn.config import Config
-from hogwild_dqn.exits import PIPE_CLOSED, SIGNALLED, quiet
+from hogwild_dqn.exits import PIPE_CLOSED, SIGNALLED, quiet, terminal_gone
 
 
-class Stopped(Exception):
-    """Raised in the main process by SIGTERM or SIGHUP (its args: the signal), like KeyboardInterrupt for SIGINT."""
+class Stopped(BaseException):
+    """Raised in the main process by SIGTERM or SIGHUP (its args: the signal), like KeyboardInterrupt for SIGINT,
+    and like it no Exception: a library's `except Exception` (imageio wraps what its ffmpeg write raises into an
+    IOError) must not turn a stop into a failure."""
 
 
 def _on_stop(signum, frame):
-    if signum == signal.SIGHUP:  # the terminal is gone: writing to it would fail (EIO) as the run saves itself
-        quiet(sys.stdout)
-        quiet(sys.stderr)
+    if signum == signal.SIGHUP:  # as the run saves itself, nothing more reaches a closed terminal
+        terminal_gone()
     raise Stopped(signum)
 
 
@@ -102,9 +103,8 @@ def finishing():
     note = SimpleNamespace(signum=None)
 
     def noted(signum, frame):
-        if signum == signal.SIGHUP:  # the terminal is gone: the lines still to come would fail (EIO)
-            quiet(sys.stdout)
-            quiet(sys.stderr)
+        if signum == signal.SIGHUP:
+            terminal_gone()
         note.signum = signum
 
     old = {sig: signal.signal(sig, noted) for sig in SIGNALLED if signal.getsignal(sig) != signal.SIG_IGN}

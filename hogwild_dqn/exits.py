@@ -27,6 +27,12 @@ def quiet(stream) -> None:
     os.close(devnull)  # the stream's fd now points where it did: a second call must not leave one more open
 
 
+def terminal_gone() -> None:
+    """A hang-up: stdout and stderr write to /dev/null from now on (a closed terminal fails every write, EIO)."""
+    quiet(sys.stdout)
+    quiet(sys.stderr)
+
+
 def pipe_closed() -> int:
     """stdout's reader gone (`hogwild-play ... | head -1`): stop quietly, as a shell command does, rather than with
     a traceback."""

@@ -123,23 +123,19 @@ def play(run_dir: Path, episodes: int, device: str, seed: int | None, video: boo
         print(f"play: no video: {cfg.game} cannot draw its screens on this machine ({problem})", flush=True)
         video = False
     env = make_env(cfg, seed, for_eval=True, render=video)
-    try:
-        check_fits(policy, env)
-    except ConfigError:
-        env.close()
-        raise
-    acting = (f"epsilon-greedy (epsilon {cfg.eval_epsilon:g})" if not policy.actor_critic
-              else ("the Gaussian's mean (--no-deterministic samples)" if policy.spec.continuous
-                    else "the policy's most likely action") if policy.deterministic
-              else "actions sampled from the policy")
-    which = ("the best periodic evaluation's weights (selection-biased; checkpoint.pt holds the last)" if best
-             else "the last weights")
-    peak = (f"evaluator's best {policy.best_eval_return:g}" if math.isfinite(policy.best_eval_return)
-            else "no periodic evaluation")
-    print(f"{policy.source}: {which}, {cfg.variant()} on {protocol(cfg)} after {policy.frames:,} frames "
-          f"({peak}); {episodes} games on {device}, {acting}", flush=True)
     scores, out = [], None
-    try:
+    try:  # the env is closed however play ends, a checkpoint that does not fit the game included
+        check_fits(policy, env)
+        acting = (f"epsilon-greedy (epsilon {cfg.eval_epsilon:g})" if not policy.actor_critic
+                  else ("the Gaussian's mean (--no-deterministic samples)" if policy.spec.continuous
+                        else "the policy's most likely action") if policy.deterministic
+                  else "actions sampled from the policy")
+        which = ("the best periodic evaluation's weights (selection-biased; checkpoint.pt holds the last)" if best
+                 else "the last weights")
+        peak = (f"evaluator's best {policy.best_eval_return:g}" if math.isfinite(policy.best_eval_return)
+                else "no periodic evaluation")
+        print(f"{policy.source}: {which}, {cfg.variant()} on {protocol(cfg)} after {policy.frames:,} frames "
+              f"({peak}); {episodes} games on {device}, {acting}", flush=True)
         for i in range(episodes):
             recorder = None
             if video and i == 0:
@@ -167,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
         args = parse(argv)
         r = play(args.run_dir, args.episodes, args.device, args.seed, args.video, args.deterministic, args.best,
                  args.epsilon)
+        print(f"mean {r['mean']:g} ± {r['std']:.1f} over {len(r['scores'])} games, min {r['min']:g}, "
+              f"max {r['max']:g}" + (f"; video {r['video']}" if r["video"] else ""), flush=True)
     except ConfigError as e:
         print(f"play: error: {e}", file=sys.stderr)
         return exits.BAD_INPUT
@@ -180,12 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         status, line = stopped_by(e)
         print(f"play: {line.split(' (')[0]}", file=sys.stderr)
         return status
-    except BrokenPipeError:
-        return exits.pipe_closed()
-    try:
-        print(f"mean {r['mean']:g} ± {r['std']:.1f} over {len(r['scores'])} games, min {r['min']:g}, "
-              f"max {r['max']:g}" + (f"; video {r['video']}" if r["video"] else ""), flush=True)
-    except BrokenPipeError:
+    except BrokenPipeError:  # stdout's reader gone (`| head -1`), during the games or at the last line
         return exits.pipe_closed()
     return 0
 

@@ -1,12 +1,11 @@
-"""Tools around the trainer, not part of it: throughput (bench), sweep reports (report), the benchmark suite
-(benchmark, its suites' games and protocol: suites, with the published scores beside it: published, and Atari-5's
-57-game estimate: atari5), the README's results table (frontpage), DQN's ablation (ablation), the memory soak (soak),
-curves from CSV (curves) and a trained network's internals (probe). Each is a command of its own (`python -m
+"""Tools around the trainer, not part of it: throughput (bench), sweep reports (report), the benchmark suite (benchmark,
+its suites' games and protocol: suites, with the published scores beside it: published, and Atari-5's 57-game
+estimate: atari5), the README's results table (frontpage), DQN's ablation (ablation), the memory soak (soak), curves
+from CSV (curves) and a trained network's internals (probe). Each is a command of its own (`python -m
 hogwild_dqn.tools.NAME`, or its make target / console command); the others (bench_points, bench_evaluator, machine,
 suites, suite_report, published, atari5) are parts of those, and say which command to run; none is imported by the
-trainer. What they share is
-here, once: how a tool starts a run and says a bad input (one_line_errors), whether a run is done, what a run's
-summary is (summary_at), how a number is shown, how a figure is drawn and saved."""
+trainer. What they share is here, once: how a tool starts a run and says a bad input (one_line_errors), whether a run
+is done, what a run's summary is (summary_at), how a number is shown, how a figure is drawn and saved."""
 
 import functools
 import json
@@ -21,7 +20,7 @@ import yaml
 
 from hogwild_dqn.checkpoint import readable_evals
 from hogwild_dqn.config import ConfigError, is_number, load
-from hogwild_dqn.exits import pipe_closed, quiet
+from hogwild_dqn.exits import pipe_closed, terminal_gone
 from hogwild_dqn.files import WriteFailed, atomic_bytes, atomic_write
 from hogwild_dqn.rundir import in_use
 
@@ -131,8 +130,7 @@ def train(cmd: list[str], log: Path | None = None) -> int:
         """The terminal is gone: the run stops as at SIGTERM (left alone it would train on, orphaned, in a run dir
         the next suite wants to resume), and what the tool prints from here goes nowhere rather than failing
         (EIO); a suite's chain.log and records still get it all."""
-        quiet(sys.stdout)
-        quiet(sys.stderr)
+        terminal_gone()
         proc.send_signal(signal.SIGTERM)
 
     handlers = {sig: signal.signal(sig, lambda signum, frame: proc.send_signal(signum))

@@ -290,6 +290,8 @@ def main(argv: list[str] | None = None) -> int:
             keep(args, run_name(game, algo, seed))
         failed = [] if args.report_only else run_suite(args)
         out = write_report(args)
+        print(out.read_text())
+        print(f"wrote {out}, {out.with_name('benchmark.csv')}", flush=True)
     except KeyboardInterrupt:
         print("benchmark: stopped; run the same command again to resume", file=sys.stderr)
         return 130
@@ -299,17 +301,12 @@ def main(argv: list[str] | None = None) -> int:
     except WriteFailed as e:
         print(f"benchmark: error: {e}; the same command resumes the suite once there is room", file=sys.stderr)
         return 1
-    except BrokenPipeError:  # a run's lines piped on (`| head`), their reader gone
+    except BrokenPipeError:  # its lines piped on (`--report-only | head`), their reader gone
         return pipe_closed()
     except OSError as e:  # the report's files (markdown, CSV, figures): the records and runs are whole
         print(f"benchmark: error: cannot write {e.filename or 'the report'}: {cause(e)}; the runs and records are "
               "kept, --report-only writes the report once there is room", file=sys.stderr)
         return 1
-    try:
-        print(out.read_text())
-        print(f"wrote {out}, {out.with_name('benchmark.csv')}", flush=True)
-    except BrokenPipeError:  # `--report-only | head`
-        return pipe_closed()
     if failed:
         print(f"benchmark: error: runs failed: {', '.join(failed)} (their output: <logdir>/<run>.log)",
               file=sys.stderr)
