@@ -347,9 +347,12 @@ def read_yaml(path: str | Path, _seen: tuple[Path, ...] = ()) -> dict:
     if not path.is_file():
         raise ConfigError(f"config file {path} does not exist")
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        data = yaml.safe_load(path.read_text())
     except (yaml.YAMLError, UnicodeDecodeError) as e:
         raise ConfigError(f"config file {path} is not valid YAML ({first_line(e)})") from None
+    if data is None or data == {}:  # taken silently, it would train on the dataclass's defaults, no preset's
+        raise ConfigError(f"config file {path} holds no settings; a preset of a few values starts from another "
+                          "with `base: ppo_atari.yaml` (a path relative to it)")
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path} must hold a mapping of keys to values")
     base = data.pop("base", None)
@@ -512,10 +515,21 @@ def load(argv: list[str] | None = None, prog: str = "train.py",
     if resume is not None:
         values["run_dir"] = str(resume)
     args.pop("config", None)
+    from_file = set(values) - set(args)
     values.update(args)
     cfg = dataclasses.replace(cfg, **values)
-    cfg.validate()
+    try:
+        cfg.validate()
+    except ConfigError as e:
+        raise ConfigError(_naming_file(str(e), from_file, source)) from None
     return cfg, resume, source
+
+
+def _naming_file(message: str, from_file: set[str], source: Path) -> str:
+    """validate()'s message names flags; where a named value came from the YAML file, not the command line, say
+    so, or a user looks for a flag they never gave."""
+    named = [f for f in dict.fromkeys(re.findall(r"--([a-z][a-z0-9-]*)", message)) if f.replace("-", "_") in from_file]
+    return f"{message} ({', '.join(named)}: set in {source})" if named else message
 
 
 def variant(algo: str, net: str, obs_normalize: bool, value_normalize: bool = False) -> str:

@@ -36,10 +36,11 @@ def catch_stop_signals() -> None:
         signal.signal(signal.SIGHUP, _on_stop)
 
 
-def stopped_by(e: Stopped) -> tuple[int, str]:
-    """The exit status and status line of a command that Stopped."""
+def stopped_by(e: Stopped) -> tuple[int, str, str]:
+    """The exit status of a command that Stopped, what stopped it ("terminated", "hung up") and the signal's name."""
     signum = e.args[0] if e.args else signal.SIGTERM
-    return SIGNALLED[signum][0], f"{'hung up' if signum == signal.SIGHUP else 'terminated'} ({SIGNALLED[signum][1]})"
+    status, name = SIGNALLED[signum]
+    return status, "hung up" if signum == signal.SIGHUP else "terminated", name
 
 
 class OutputClosed(Exception):
@@ -89,7 +90,8 @@ class Console:
         if kind is KeyboardInterrupt:
             self.status = (SIGNALLED[signal.SIGINT][0], "interrupted (SIGINT)")
         elif kind is Stopped:
-            self.status = stopped_by(exc)
+            status, what, name = stopped_by(exc)
+            self.status = (status, f"{what} ({name})")
         elif kind is OutputClosed:
             self.status = (PIPE_CLOSED, "stopped: its output's reader went away (a broken pipe)")
         return kind in (KeyboardInterrupt, Stopped, OutputClosed)

@@ -175,8 +175,8 @@ def main(argv: list[str] | None = None) -> int:
         print("play: interrupted", file=sys.stderr)
         return exits.SIGNALLED[signal.SIGINT][0]
     except Stopped as e:
-        status, line = stopped_by(e)
-        print(f"play: {line.split(' (')[0]}", file=sys.stderr)
+        status, what, _ = stopped_by(e)
+        print(f"play: {what}", file=sys.stderr)
         return status
     except BrokenPipeError:  # stdout's reader gone (`| head -1`), during the games or at the last line
         return exits.pipe_closed()

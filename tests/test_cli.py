@@ -101,6 +101,9 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
     ("base: missing.yaml\n", "missing.yaml does not exist"),
     ("base: bad.yaml\n", "'base' chain comes back to itself"),
     ("base: [atari.yaml]\n", "key 'base' must name a YAML file"),
+    ("", "holds no settings"),
+    ("# all commented out\n", "holds no settings"),
+    ("lr: -1\n", "--lr must be a positive number, got -1.0 (lr: set in"),
 ])
 def test_bad_config_file(tmp_path, text, message):
     cfg = tmp_path / "bad.yaml"
