@@ -47,6 +47,18 @@ class OutputClosed(Exception):
     """The progress line could not be written: its reader went away (`hogwild-train ... 2>&1 | head -1`)."""
 
 
+def say(text: str, stop: bool = True) -> None:
+    """A line for the user on stderr while a run trains (a restart, a child's traceback). Its reader gone (with
+    --no-progress no progress line finds out first), stderr goes to /dev/null and, with `stop`, OutputClosed
+    stops the run as the progress line's failed write does: saved, exit 141, not a traceback."""
+    try:
+        tqdm.write(text, file=sys.stderr)
+    except BrokenPipeError:
+        quiet(sys.stderr)
+        if stop:
+            raise OutputClosed from None
+
+
 class Console:
     """`with Console(...) as console:` shows a progress line and catches a stop signal; `console.status` is then
     (130, "interrupted (SIGINT)"), (143, "terminated (SIGTERM)"), (129, "hung up (SIGHUP)") or, the progress

@@ -4,17 +4,15 @@ here has a time limit."""
 from __future__ import annotations
 
 import signal
-import sys
 import time
 import traceback
 
 import torch
-from tqdm import tqdm
 
 from hogwild_dqn import metrics
 from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.checkpoint import atomic_save
-from hogwild_dqn.console import Console, Stopped, finishing
+from hogwild_dqn.console import Console, Stopped, finishing, say
 from hogwild_dqn.evaluation.evaluator import run_evaluator
 from hogwild_dqn.evaluation.scores import best_periodic, stop_reason
 from hogwild_dqn.exits import FAILED, FINISHED, NONFINITE, SIGNALLED, WRITE_FAILED
@@ -173,19 +171,19 @@ class Processes:
                 return f"{w.name} died ({why}) and the {self.cfg.max_restarts} restarts allowed are used up"
             self.restarts += 1
             w.conn.close()
-            tqdm.write(f"{w.name} died ({why}); restart {self.restarts} of {self.cfg.max_restarts}, on new random "
-                       f"streams (seed {self.cfg.seed}, worker {rank}, restart {self.restarts})", file=sys.stderr)
             self.workers[rank] = self._worker(rank, self.restarts)
+            say(f"{w.name} died ({why}); restart {self.restarts} of {self.cfg.max_restarts}, on new random "
+                f"streams (seed {self.cfg.seed}, worker {rank}, restart {self.restarts})")
         if self.evaluator is not None and self.evaluator.proc.exitcode not in (None, 0):
             why = self.why(self.evaluator)
             if self.fatal(self.evaluator):
                 return why
             if self.eval_restarts >= EVAL_RESTARTS:
                 return f"evaluator died {self.eval_restarts + 1} times (last: {why})"
-            tqdm.write(f"evaluator died ({why}); restarting it, training goes on", file=sys.stderr)
             self.eval_restarts += 1
             self.evaluator.conn.close()
             self.evaluator = self._evaluator()
+            say(f"evaluator died ({why}); restarting it, training goes on")
         return None
 
     def fatal(self, child: Child) -> bool:
@@ -222,13 +220,12 @@ class Processes:
             return f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
         text = child.errors[-1]
         if "Traceback" in text:
-            tqdm.write(f"--- {child.name} ---\n{text.rstrip()}", file=sys.stderr)
+            say(f"--- {child.name} ---\n{text.rstrip()}", stop=False)  # check() says the line that may stop
             try:
                 with open(self.run_dir / "errors.log", "a") as f:
                     f.write(f"--- {child.name} at {time.strftime('%Y-%m-%d %H:%M:%S')} ---\n{text}\n")
             except OSError as e:  # the traceback above is on stderr; the run goes on
-                tqdm.write(f"{write_failed(self.run_dir / 'errors.log', e, 'the traceback is above')}",
-                           file=sys.stderr)
+                say(write_failed(self.run_dir / 'errors.log', e, 'the traceback is above'), stop=False)
         return text.strip().splitlines()[-1]
 
     def stop(self, wait_for_eval: bool, note=None) -> None:
@@ -253,12 +250,12 @@ class Processes:
         while self.evaluator is not None and self.evaluator.proc.is_alive():
             self.drain()
             if time.time() > deadline:
-                tqdm.write(f"the final evaluation took over --final-eval-seconds {self.cfg.final_eval_seconds}; "
-                           "stopping it: the run ends unscored (--resume plays it)", file=sys.stderr)
+                say(f"the final evaluation took over --final-eval-seconds {self.cfg.final_eval_seconds}; "
+                    "stopping it: the run ends unscored (--resume plays it)", stop=False)  # stopping already
                 self.evaluator.proc.terminate()
             elif note is not None and note.signum is not None and not cut:
-                tqdm.write(f"{SIGNALLED[note.signum][1]}: the final evaluation is cut short; the run is saved without "
-                           "it", file=sys.stderr)
+                say(f"{SIGNALLED[note.signum][1]}: the final evaluation is cut short; the run is saved without it",
+                    stop=False)
                 self.evaluator.proc.terminate()
                 cut = True
             self.evaluator.proc.join(timeout=0.25)

@@ -117,16 +117,35 @@ def test_a_run_whose_output_reader_goes_away_stops_saved_as_at_sigterm(tmp_path)
     run = tmp_path / "run"
     proc = conftest.start([sys.executable, conftest.ROOT / "train.py", "--game", "CartPole-v1", "--threads", 1,
                            "--frames", 10**8, "--eval-every", 10**6, "--run-dir", run])
+    _training(run)
+    proc.stderr.close()  # the reader of the progress line is gone: its next write (within 30 s) fails
+    _stopped_saved_as_its_reader_went_away(proc, run)
+
+
+def _training(run: Path) -> None:
     deadline = time.time() + 120
     while not list(run.glob("events.out.tfevents.*.worker0")) and time.time() < deadline:
         time.sleep(0.3)
-    proc.stderr.close()  # the reader of the progress line is gone: its next write (within 30 s) fails
+
+
+def _stopped_saved_as_its_reader_went_away(proc, run: Path) -> None:
     out = proc.stdout.read()
     assert proc.wait(timeout=120) == 141, out
     assert out.strip().splitlines()[-1].startswith("stopped: its output's reader went away (a broken pipe): ")
     s = read_summary(run)
     assert s["status"] == "stopped: its output's reader went away (a broken pipe)" and s["frames"] > 0
     assert torch.load(run / "checkpoint.pt", weights_only=True)["frames"] == s["frames"]
+
+
+def test_without_a_progress_line_a_closed_stderr_stops_the_run_saved_at_its_next_line(tmp_path):
+    """With --no-progress nothing writes to stderr until a child dies: the restart's line met the broken pipe as a
+    traceback and the run ended with nothing saved; it now stops as when the progress line's reader goes away."""
+    run = tmp_path / "run"
+    proc = conftest.start([sys.executable, conftest.ROOT / "train.py", *LONG, "--no-progress", "--run-dir", run])
+    _training(run)
+    proc.stderr.close()
+    spawned_children(proc.pid)[0].kill()  # the runner's next stderr line: "worker0 died ...; restart 1 of 3"
+    _stopped_saved_as_its_reader_went_away(proc, run)
 
 
 def test_a_closed_terminal_stops_the_run_saved_unless_nohup_ignores_it(tmp_path):
