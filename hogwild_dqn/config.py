@@ -261,9 +261,10 @@ class Config:
             raise ConfigError("--gamma must be in (0, 1] and --rms-alpha in (0, 1)")
         if isinstance(self.sticky_actions, bool) or not 0 <= self.sticky_actions < 1:
             raise ConfigError(f"--sticky-actions must be a probability in [0, 1), got {self.sticky_actions!r}")
-        for e in [self.eps_start, self.eval_epsilon, *self.eps_finals]:
-            if not 0 <= e <= 1:
-                raise ConfigError(f"epsilons must lie in [0, 1], got {e}")
+        for name, values in (("eps_start", [self.eps_start]), ("eval_epsilon", [self.eval_epsilon]),
+                             ("eps_finals", self.eps_finals)):
+            if not all(0 <= e <= 1 for e in values):
+                raise ConfigError(f"--{_flag(name)} must lie in [0, 1], got {getattr(self, name)!r}")
         if isinstance(self.max_restarts, bool) or self.max_restarts < 0:
             raise ConfigError(f"--max-restarts must be an integer >= 0, got {self.max_restarts!r}")
         positive("seed", integer=True, zero=True)  # numpy's SeedSequence takes no negative seed
@@ -340,9 +341,10 @@ def _field_type(name: str) -> type:
     return FIELDS[name].metadata["type"]
 
 
-def read_yaml(path: str | Path, _seen: tuple[Path, ...] = ()) -> dict:
+def read_yaml(path: str | Path, _seen: tuple[Path, ...] = (), origins: dict[str, Path] | None = None) -> dict:
     """Read a preset file into a dict of known keys with the right types. A preset may start from another
-    with `base: other.yaml` (a path relative to it) and give only what differs."""
+    with `base: other.yaml` (a path relative to it) and give only what differs; `origins` gets the file each
+    value came from."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"config file {path} does not exist")
@@ -351,8 +353,7 @@ def read_yaml(path: str | Path, _seen: tuple[Path, ...] = ()) -> dict:
     except (yaml.YAMLError, UnicodeDecodeError) as e:
         raise ConfigError(f"config file {path} is not valid YAML ({first_line(e)})") from None
     if data is None or data == {}:  # taken silently, it would train on the dataclass's defaults, no preset's
-        raise ConfigError(f"config file {path} holds no settings; a preset of a few values starts from another "
-                          "with `base: ppo_atari.yaml` (a path relative to it)")
+        raise ConfigError(f"config file {path} holds no settings (it is empty or all comments)")
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path} must hold a mapping of keys to values")
     base = data.pop("base", None)
@@ -361,6 +362,8 @@ def read_yaml(path: str | Path, _seen: tuple[Path, ...] = ()) -> dict:
             raise ConfigError(f"config file {path}: unknown key {key!r}")
         data[key] = _coerce(key, value, f"config file {path}: key {key!r}")
     if base is None:
+        if origins is not None:
+            origins.update(dict.fromkeys(data, path))
         return data
     if not isinstance(base, str):
         raise ConfigError(f"config file {path}: key 'base' must name a YAML file, got {base!r}")
@@ -368,7 +371,10 @@ def read_yaml(path: str | Path, _seen: tuple[Path, ...] = ()) -> dict:
         raise ConfigError(f"config file {path}: its 'base' chain comes back to itself")
     if not (path.parent / base).is_file():
         raise ConfigError(f"config file {path}: its base {path.parent / base} does not exist")
-    return read_yaml(path.parent / base, _seen + (path.resolve(),)) | data
+    below = read_yaml(path.parent / base, _seen + (path.resolve(),), origins)
+    if origins is not None:
+        origins.update(dict.fromkeys(data, path))  # after the base's: this file's values are the ones taken
+    return below | data
 
 
 def _coerce(key: str, value, where: str):
@@ -511,25 +517,30 @@ def load(argv: list[str] | None = None, prog: str = "train.py",
     else:
         source = Path(args.pop("config", None) or default_preset(args.get("game", cfg.game), args.get("algo"),
                                                                 args.get("net", cfg.net)))
-    values = read_yaml(source)
+    origins: dict[str, Path] = {}
+    values = read_yaml(source, origins=origins)
     if resume is not None:
         values["run_dir"] = str(resume)
     args.pop("config", None)
-    from_file = set(values) - set(args)
+    from_files = {k: p for k, p in origins.items() if k not in args}
     values.update(args)
     cfg = dataclasses.replace(cfg, **values)
     try:
         cfg.validate()
     except ConfigError as e:
-        raise ConfigError(_naming_file(str(e), from_file, source)) from None
+        raise ConfigError(_naming_files(str(e), from_files)) from None
     return cfg, resume, source
 
 
-def _naming_file(message: str, from_file: set[str], source: Path) -> str:
-    """validate()'s message names flags; where a named value came from the YAML file, not the command line, say
-    so, or a user looks for a flag they never gave."""
-    named = [f for f in dict.fromkeys(re.findall(r"--([a-z][a-z0-9-]*)", message)) if f.replace("-", "_") in from_file]
-    return f"{message} ({', '.join(named)}: set in {source})" if named else message
+def _naming_files(message: str, from_files: dict[str, Path]) -> str:
+    """validate()'s message names flags; where a named value came from a YAML file (the preset, its base, a
+    resumed run's config.yaml), not the command line, say which, or a user looks for a flag they never gave."""
+    where: dict[Path, list[str]] = {}
+    for flag in dict.fromkeys(re.findall(r"--([a-z][a-z0-9-]*)", message)):
+        if (key := flag.replace("-", "_")) in from_files:
+            where.setdefault(from_files[key], []).append(flag)
+    notes = "; ".join(f"{', '.join(flags)}: set in {path}" for path, flags in where.items())
+    return f"{message} ({notes})" if notes else message
 
 
 def variant(algo: str, net: str, obs_normalize: bool, value_normalize: bool = False) -> str:

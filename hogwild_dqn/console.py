@@ -44,19 +44,25 @@ def stopped_by(e: Stopped) -> tuple[int, str, str]:
 
 
 class OutputClosed(Exception):
-    """The progress line could not be written: its reader went away (`hogwild-train ... 2>&1 | head -1`)."""
+    """stderr (the progress line, or a line say() wrote) could not be written: its reader went away
+    (`hogwild-train ... 2>&1 | head -1`)."""
+
+
+_stderr = SimpleNamespace(closed=False)  # once a write met a broken pipe, stderr is /dev/null: no later write fails
 
 
 def say(text: str, stop: bool = True) -> None:
     """A line for the user on stderr while a run trains (a restart, a child's traceback). Its reader gone (with
     --no-progress no progress line finds out first), stderr goes to /dev/null and, with `stop`, OutputClosed
-    stops the run as the progress line's failed write does: saved, exit 141, not a traceback."""
+    stops the run as the progress line's failed write does: saved, exit 141, not a traceback. A line without
+    `stop` (a traceback, said before its restart line) leaves the stop to the next line that may stop."""
     try:
         tqdm.write(text, file=sys.stderr)
     except BrokenPipeError:
         quiet(sys.stderr)
-        if stop:
-            raise OutputClosed from None
+        _stderr.closed = True
+    if stop and _stderr.closed:
+        raise OutputClosed
 
 
 class Console:
@@ -67,7 +73,7 @@ class Console:
     def __init__(self, cfg: Config, frames0: int, desc: str):
         self.cfg, self.frames0, self.desc = cfg, frames0, desc
         self.status: tuple[int, str] = (0, "finished")
-        self.closed = False
+        _stderr.closed = False
 
     def __enter__(self) -> Console:
         catch_stop_signals()
@@ -84,14 +90,14 @@ class Console:
             return write()
         except BrokenPipeError:
             quiet(sys.stderr)
-            self.closed = True
+            _stderr.closed = True
             return write()
 
     def show(self, frames: int, last_eval: dict | None) -> None:
         self._written(lambda: self.bar.update(min(frames, self.cfg.frames) - self.bar.n))
         if last_eval:
             self.bar.set_postfix_str(f"eval {last_eval['mean_return']:.1f}", refresh=False)
-        if self.closed:
+        if _stderr.closed:
             raise OutputClosed
 
     def __exit__(self, kind, exc, tb) -> bool:

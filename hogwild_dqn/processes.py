@@ -220,7 +220,7 @@ class Processes:
             return f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
         text = child.errors[-1]
         if "Traceback" in text:
-            say(f"--- {child.name} ---\n{text.rstrip()}", stop=False)  # check() says the line that may stop
+            say(f"--- {child.name} ---\n{text.rstrip()}", stop=False)  # check()'s restart line then stops
             try:
                 with open(self.run_dir / "errors.log", "a") as f:
                     f.write(f"--- {child.name} at {time.strftime('%Y-%m-%d %H:%M:%S')} ---\n{text}\n")

@@ -113,6 +113,26 @@ def test_bad_config_file(tmp_path, text, message):
     assert message in proc.stderr and str(cfg) in proc.stderr
 
 
+def test_a_bad_value_names_the_file_that_set_it_not_only_its_flag(tmp_path):
+    """validate() names flags; a value from a file (the preset, its base, a resumed run's config.yaml) says which
+    file set it; one from the command line does not."""
+    mine = tmp_path / "my.yaml"
+    mine.write_text("lr: -1\n")
+    with pytest.raises(ConfigError, match=re.escape(f"--lr must be a positive number, got -1.0 (lr: set in {mine})")):
+        load(["--config", str(mine)])
+    with pytest.raises(ConfigError) as given:
+        load(["--config", str(mine), "--lr", "-2"])
+    assert str(given.value) == "--lr must be a positive number, got -2.0"
+    # a value the file's base set is the base's, not this file's
+    mine.write_text(f"base: {CONFIG_DIR / 'ppo_atari.yaml'}\nt_max: 5\n")
+    with pytest.raises(ConfigError, match=re.escape(f"(value-normalize: set in {CONFIG_DIR / 'ppo_atari.yaml'})")):
+        load(["--config", str(mine), "--algo", "a3c"])
+    mine.write_text(f"base: {CONFIG_DIR / 'cartpole.yaml'}\neps_finals: [0.1, 2.0]\n")
+    with pytest.raises(ConfigError, match=re.escape(f"--eps-finals must lie in [0, 1], got [0.1, 2.0] (eps-finals: "
+                                                    f"set in {mine})")):
+        load(["--config", str(mine)])
+
+
 def test_a_number_written_1e_3_in_a_config_file_is_that_number(tmp_path):
     """YAML 1.1 (PyYAML) reads 1e-3, without a dot, as text: a config file means the number, and gets it; a
     word stays refused."""

@@ -148,6 +148,24 @@ def test_without_a_progress_line_a_closed_stderr_stops_the_run_saved_at_its_next
     _stopped_saved_as_its_reader_went_away(proc, run)
 
 
+def test_a_line_that_met_a_closed_stderr_stops_the_run_at_the_next_line_that_may_stop():
+    """A child's traceback is said (stop=False) before its restart line: the traceback's write meets the broken
+    pipe and sends stderr to /dev/null, where the restart line's write succeeds; the run must stop there all the
+    same. A real pipe whose reader is closed, in a process of its own."""
+    script = (
+        "import os, sys\n"
+        "from hogwild_dqn.console import OutputClosed, say\n"
+        "r, w = os.pipe(); os.close(r); os.dup2(w, 2)\n"
+        "say('a traceback', stop=False)\n"
+        "try:\n"
+        "    say('worker0 died; restart 1 of 3')\n"
+        "except OutputClosed:\n"
+        "    print('stopped')\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                          cwd=conftest.ROOT)
+    assert proc.returncode == 0 and proc.stdout.strip() == "stopped", proc.stdout + proc.stderr
+
+
 def test_a_closed_terminal_stops_the_run_saved_unless_nohup_ignores_it(tmp_path):
     """SIGHUP to the whole process group, as a terminal that closes sends it: the runner stopped outright (its
     children with it) and the last evaluation's checkpoint was all that stayed. It now stops as at SIGTERM,
