@@ -361,17 +361,15 @@ def read_yaml(path: str | Path, _seen: tuple[Path, ...] = (), origins: dict[str,
         if key not in FIELDS:
             raise ConfigError(f"config file {path}: unknown key {key!r}")
         data[key] = _coerce(key, value, f"config file {path}: key {key!r}")
-    if base is None:
-        if origins is not None:
-            origins.update(dict.fromkeys(data, path))
-        return data
-    if not isinstance(base, str):
-        raise ConfigError(f"config file {path}: key 'base' must name a YAML file, got {base!r}")
-    if path.resolve() in _seen:
-        raise ConfigError(f"config file {path}: its 'base' chain comes back to itself")
-    if not (path.parent / base).is_file():
-        raise ConfigError(f"config file {path}: its base {path.parent / base} does not exist")
-    below = read_yaml(path.parent / base, _seen + (path.resolve(),), origins)
+    below = {}
+    if base is not None:
+        if not isinstance(base, str):
+            raise ConfigError(f"config file {path}: key 'base' must name a YAML file, got {base!r}")
+        if path.resolve() in _seen:
+            raise ConfigError(f"config file {path}: its 'base' chain comes back to itself")
+        if not (path.parent / base).is_file():
+            raise ConfigError(f"config file {path}: its base {path.parent / base} does not exist")
+        below = read_yaml(path.parent / base, _seen + (path.resolve(),), origins)
     if origins is not None:
         origins.update(dict.fromkeys(data, path))  # after the base's: this file's values are the ones taken
     return below | data

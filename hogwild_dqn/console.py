@@ -56,13 +56,20 @@ def say(text: str, stop: bool = True) -> None:
     --no-progress no progress line finds out first), stderr goes to /dev/null and, with `stop`, OutputClosed
     stops the run as the progress line's failed write does: saved, exit 141, not a traceback. A line without
     `stop` (a traceback, said before its restart line) leaves the stop to the next line that may stop."""
+    _to_stderr(lambda: tqdm.write(text, file=sys.stderr))
+    if stop and _stderr.closed:
+        raise OutputClosed
+
+
+def _to_stderr(write):
+    """`write()` to stderr; its reader gone, stderr goes to /dev/null from then on (every later line of the run
+    would fail too), `_stderr.closed` says so, and the write is made again there."""
     try:
-        tqdm.write(text, file=sys.stderr)
+        return write()
     except BrokenPipeError:
         quiet(sys.stderr)
         _stderr.closed = True
-    if stop and _stderr.closed:
-        raise OutputClosed
+        return write()
 
 
 class Console:
@@ -77,24 +84,14 @@ class Console:
 
     def __enter__(self) -> Console:
         catch_stop_signals()
-        self.bar = self._written(lambda: tqdm(total=self.cfg.frames, initial=self.frames0, unit="frame",
-                                              unit_scale=True, dynamic_ncols=True, desc=self.desc,
-                                              disable=not self.cfg.progress,
-                                              mininterval=0.5 if sys.stderr.isatty() else 30))  # a log: every 30 s
+        self.bar = _to_stderr(lambda: tqdm(total=self.cfg.frames, initial=self.frames0, unit="frame",
+                                          unit_scale=True, dynamic_ncols=True, desc=self.desc,
+                                          disable=not self.cfg.progress,
+                                          mininterval=0.5 if sys.stderr.isatty() else 30))  # a log: every 30 s
         return self
 
-    def _written(self, write):
-        """`write()` to the progress line; its reader gone, stderr goes to /dev/null from then on (every later
-        line of the run would fail too) and the run is to stop as at SIGTERM, saved."""
-        try:
-            return write()
-        except BrokenPipeError:
-            quiet(sys.stderr)
-            _stderr.closed = True
-            return write()
-
     def show(self, frames: int, last_eval: dict | None) -> None:
-        self._written(lambda: self.bar.update(min(frames, self.cfg.frames) - self.bar.n))
+        _to_stderr(lambda: self.bar.update(min(frames, self.cfg.frames) - self.bar.n))
         if last_eval:
             self.bar.set_postfix_str(f"eval {last_eval['mean_return']:.1f}", refresh=False)
         if _stderr.closed:
