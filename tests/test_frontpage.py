@@ -1,5 +1,5 @@
-"""The README: its results table is the one the records give (generated, never typed), and it stays a front page
-(at most 130 lines, none over 120 characters)."""
+"""The README and docs/results.md: their results tables are the ones the records give (generated, never typed), and
+the README stays a front page (at most 130 lines, none over 120 characters)."""
 
 import json
 import re
@@ -8,7 +8,7 @@ import statistics
 import sys
 
 from hogwild_dqn.tools import suite_folder
-from hogwild_dqn.tools.frontpage import END, SOURCES, START, table
+from hogwild_dqn.tools.frontpage import END, SOURCES, START, SUITES_END, SUITES_START, SUITES_TABLE, suites_table, table
 from tests.conftest import ROOT, run_cmd
 
 
@@ -17,9 +17,7 @@ def test_the_readme_table_is_the_records_and_follows_them(tmp_path):
     assert check.returncode == 0, check.stderr
     readme = (ROOT / "README.md").read_text()
     assert table() in readme.split(START)[1].split(END)[0]
-    for folder in {suite_folder(ROOT / f) for _, _, *folders in SOURCES for f in folders if f and (ROOT / f).is_dir()}:
-        shutil.copytree(folder, tmp_path / folder.relative_to(ROOT), dirs_exist_ok=True)
-    (tmp_path / "README.md").write_text(readme)
+    copy_checkout(tmp_path)
     record = tmp_path / SOURCES[0][2] / "Breakout-ppo-s1.json"  # the default's
     summary = json.loads(record.read_text())
     summary["final_eval"]["mean_return"] = 1000.0  # another Breakout seed 1: the table follows the record
@@ -28,9 +26,36 @@ def test_the_readme_table_is_the_records_and_follows_them(tmp_path):
               for p in record.parent.glob("Breakout-ppo-s[23].json")]
     assert f" | {statistics.mean([1000.0, *others]):,.1f} ± " in row(table(tmp_path), "Breakout")
     stale = run_cmd([sys.executable, "-m", "hogwild_dqn.tools.frontpage", "--check", "--root", tmp_path], 120)
-    assert stale.returncode == 1 and "is not the records'" in stale.stderr
+    assert stale.returncode == 1 and "README.md's results table is not the records'" in stale.stderr
+    assert "results.md" not in stale.stderr  # Breakout's score is not in results.md's table: it is still the records'
     wrote = run_cmd([sys.executable, "-m", "hogwild_dqn.tools.frontpage", "--root", tmp_path], 120)
     assert wrote.returncode == 0 and table(tmp_path) in (tmp_path / "README.md").read_text()
+
+
+def copy_checkout(root):
+    """README.md, docs/results.md and every folder of records and reports their tables read, under `root`."""
+    folders = {f for _, _, *fs in SOURCES for f in fs if f} | {f for row in SUITES_TABLE for f in row[2:4] if f}
+    for folder in {suite_folder(ROOT / f) for f in folders}:
+        shutil.copytree(folder, root / folder.relative_to(ROOT), dirs_exist_ok=True)
+    for page in ("README.md", "docs/results.md"):
+        (root / page).write_text((ROOT / page).read_text())
+
+
+def test_results_tables_of_the_suites_are_the_records_and_follow_them(tmp_path):
+    """results.md's table of the Atari suites: each suite's protocol, runs and pooled IQM as its records and report
+    give them; a suite that loses a run shows how many it has, not an IQM, and --check finds results.md stale."""
+    results = (ROOT / "docs" / "results.md").read_text()
+    assert suites_table() == results.split(SUITES_START)[1].split(SUITES_END)[0].strip()
+    default = row(suites_table(), SUITES_TABLE[0][0]).split(" | ")
+    assert default[1:4] == ["0.25", "18", next(c for c in row(table(), "Atari IQM").split(" | ")[1:])]
+    assert row(suites_table(), "A3C").split(" | ")[1] == "none"  # records from before the flag ran without it
+    copy_checkout(tmp_path)
+    (tmp_path / SUITES_TABLE[0][2] / "Pong-ppo-s3.json").unlink()
+    assert row(suites_table(tmp_path), SUITES_TABLE[0][0]).split(" | ")[2:4] == ["17", "17 of 18 runs"]
+    stale = run_cmd([sys.executable, "-m", "hogwild_dqn.tools.frontpage", "--check", "--root", tmp_path], 120)
+    assert stale.returncode == 1 and "docs/results.md's results table is not the records'" in stale.stderr
+    wrote = run_cmd([sys.executable, "-m", "hogwild_dqn.tools.frontpage", "--root", tmp_path], 120)
+    assert wrote.returncode == 0 and suites_table(tmp_path) in (tmp_path / "docs" / "results.md").read_text()
 
 
 def test_a_suite_without_all_its_runs_shows_how_many_it_has_not_an_iqm(tmp_path):
