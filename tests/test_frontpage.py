@@ -47,11 +47,13 @@ def test_results_tables_of_the_suites_are_the_records_and_follow_them(tmp_path):
     results = (ROOT / "docs" / "results.md").read_text()
     assert suites_table() == results.split(SUITES_START)[1].split(SUITES_END)[0].strip()
     default = row(suites_table(), SUITES_TABLE[0][0]).split(" | ")
-    assert default[1:4] == ["0.25", "18", next(c for c in row(table(), "Atari IQM").split(" | ")[1:])]
-    assert row(suites_table(), "A3C").split(" | ")[1] == "none"  # records from before the flag ran without it
+    assert default[1].startswith("sticky actions 0.25, ") and "FIRE reset" in default[1]
+    assert default[2:4] == ["18", row(table(), "Atari IQM").split(" | ")[1]]
+    assert row(suites_table(), "A3C").split(" | ")[1] == "not recorded"  # its records predate the protocol's field
     copy_checkout(tmp_path)
-    (tmp_path / SUITES_TABLE[0][2] / "Pong-ppo-s3.json").unlink()
+    (tmp_path / SUITES_TABLE[0][2] / "Pong-ppo-s3.json").unlink()  # 17 runs of the six games, and BattleZone's
     assert row(suites_table(tmp_path), SUITES_TABLE[0][0]).split(" | ")[2:4] == ["17", "17 of 18 runs"]
+    assert row(table(tmp_path), "Atari IQM").split(" | ")[1] == "17 of 18 runs"
     stale = run_cmd([sys.executable, "-m", "hogwild_dqn.tools.frontpage", "--check", "--root", tmp_path], 120)
     assert stale.returncode == 1 and "docs/results.md's results table is not the records'" in stale.stderr
     wrote = run_cmd([sys.executable, "-m", "hogwild_dqn.tools.frontpage", "--root", tmp_path], 120)
@@ -97,3 +99,12 @@ def test_atari5s_row_is_its_checked_in_reports_estimate():
     assert [c.removesuffix(" |") for i, c in enumerate(cells[1:], 1) if i != column] == ["—"] * (len(SOURCES) - 1)
     assert f"57 games (Aitchison et al. 2023): {estimate}**" in report
     assert f"CI over runs {low} to {high})" in report
+
+
+def test_the_suites_tables_links_to_the_runs_stories_reach_their_sections():
+    """SUITES_TABLE names each suite's story by a heading's anchor, typed: a renamed heading must fail here."""
+    for *_, told in SUITES_TABLE:
+        page, anchor = told.split("#")
+        headings = re.findall(r"^#+ (.+)$", (ROOT / "docs" / page).read_text(), re.M)
+        slugs = {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings}  # GitHub's
+        assert anchor in slugs, told

@@ -44,7 +44,8 @@ SUITES_TABLE = (("PPO, the default from b475548: no value clip", "ppo", "docs/sc
                  "notebook.md#ppo-with-raw-returns-the-default-until-2026-12-05-sticky-actions"),
                 ("PPO with 2 epochs a rollout (until 0c97936)", "ppo", "docs/benchmark-ppo/records", "",
                  "notebook.md#ppo-with-2-epochs-a-rollout-the-default-until-0c97936"),
-                ("A3C (`--algo a3c`)", "a3c", "docs/benchmark/records", "", "results.md#a3c---algo-a3c-beside-it"))
+                ("A3C (`--algo a3c`; no sticky actions, no FIRE reset: the runs predate both flags)", "a3c",
+                 "docs/benchmark/records", "", "results.md#a3c---algo-a3c-beside-it"))
 ATARI, MUJOCO = SIX, SUITES["mujoco"][0]  # the suites' games, as `make benchmark` runs them
 
 
@@ -73,15 +74,17 @@ def cell(scores: list[float] | None) -> str:
     return f"{statistics.mean(scores):,.1f} ± {statistics.stdev(scores):,.1f}{fewer}"
 
 
-def pooled_iqm(report: Path, runs: int) -> str:
-    """The pooled IQM and its interval, as the suite's report (benchmark.md) gives them, once the suite has all its
-    runs (an IQM of a few games would read as the suite's); before, how many it has."""
-    if runs < len(ATARI) * len(SEEDS):
-        return f"{runs} of {len(ATARI) * len(SEEDS)} runs"
+def pooled_iqm(report: Path, scores: dict[str, list[float]]) -> str:
+    """The pooled IQM and its interval, as the suite's report (benchmark.md) gives them, once every game has its
+    seeds (an IQM of a few games would read as the suite's; before, how many runs it has) and the report pools them
+    all (a report older than the records: a dash)."""
+    whole = len(ATARI) * len(SEEDS)
+    if any(len(scores.get(game, ())) < len(SEEDS) for game in ATARI):
+        return f"{six_game_runs(scores)} of {whole} runs"
     text = report.read_text() if report.is_file() else ""
     m = re.search(r"IQM of human-normalized final scores, pooled over the (\d+) runs \(rliable\): ([-\d.]+) \(95% "
                   r"stratified-bootstrap CI ([-\d.]+) to ([-\d.]+)", text)
-    return f"**{m.group(2)}** ({m.group(3)}-{m.group(4)})" if m else "—"
+    return f"**{m.group(2)}** ({m.group(3)}-{m.group(4)})" if m and m.group(1) == str(whole) else "—"
 
 
 def atari5(report: Path | None) -> str:
@@ -115,7 +118,7 @@ def table(root: Path = ROOT) -> str:
     for label, algo, a, p, m, five in SOURCES:
         records = root / a
         atari = finals(records, algo)
-        cols.append((label, atari, pooled_iqm(suite_folder(records) / "benchmark.md", six_game_runs(atari)),
+        cols.append((label, atari, pooled_iqm(suite_folder(records) / "benchmark.md", atari),
                      confirmed(root / p if p else None), finals(root / m / "records" if m else None, algo),
                      atari5(root / five / "benchmark.md" if five else None)))
     lines = ["| | " + " | ".join(c[0] for c in cols) + " |", "| --- |" + " --- |" * len(cols)]
@@ -129,30 +132,31 @@ def table(root: Path = ROOT) -> str:
     return "\n".join(lines)
 
 
-def sticky(folder: Path) -> str:
-    """The suite's sticky actions as its records name them (a record from before the flag: none)."""
-    values = {(s.get("config") or {}).get("sticky_actions") or 0 for p in sorted(folder.glob("*.json"))
-              if (s := summary_at(p))}
-    return " / ".join(f"{v:g}" if v else "none" for v in sorted(values)) or "—"
+def protocol(folder: Path, algo: str) -> str:
+    """The protocol of the suite's ended runs of `algo` as their records name it, without the game ("sticky actions
+    0.25, up to 30 no-op starts, FIRE reset, ..."); records from before summary.json named it: not recorded."""
+    named = {s["protocol"].split(", ", 1)[-1] for p in sorted(folder.glob("*.json"))
+             if (s := summary_at(p)) and s["algo"] == algo and done(s) and isinstance(s.get("protocol"), str)}
+    return " / ".join(sorted(named)) or "not recorded"
 
 
 def suites_table(root: Path = ROOT) -> str:
     """results.md's table of the Atari suites, from their records and reports."""
-    lines = ["| suite | sticky actions | six-game runs | pooled IQM (95% CI) | Atari-5: the 57 games' median, "
-             "estimated | report | runs told |", "| --- |" + " --- |" * 6]
+    lines = ["| suite | protocol | six-game runs | pooled IQM (95% CI) | Atari-5: the 57 games' median, estimated | "
+             "report | runs told |", "| --- |" + " --- |" * 6]
     for label, algo, folder, five, told in SUITES_TABLE:
         records = root / folder
-        runs = six_game_runs(finals(records, algo))
+        scores = finals(records, algo)
         report = suite_folder(records) / "benchmark.md"
-        lines.append(f"| {label} | {sticky(records)} | {runs} | {pooled_iqm(report, runs)} | "
-                     f"{atari5(root / five / 'benchmark.md' if five else None)} | "
+        lines.append(f"| {label} | {protocol(records, algo)} | {six_game_runs(scores)} | "
+                     f"{pooled_iqm(report, scores)} | {atari5(root / five / 'benchmark.md' if five else None)} | "
                      f"[benchmark.md]({report.relative_to(root / 'docs')}) | [{told.split('#')[0]}]({told}) |")
     return "\n".join(lines)
 
 
 def replace(text: str, block: str, start: str = START, end: str = END, name: str = "README.md") -> str:
     """`text` with the generated block between its markers."""
-    if start not in text or end not in text:
+    if start not in text or end not in text.split(start, 1)[1]:
         raise ValueError(f"{name} has no {start} ... {end} markers")
     head, rest = text.split(start, 1)
     return f"{head}{start}\n{block}\n{end}{rest.split(end, 1)[1]}"
