@@ -457,7 +457,7 @@ def test_the_fields_protocol_and_atari5_are_suites_whose_runs_all_play_sticky():
 def test_the_frontpages_atari5_row_is_the_reports_estimate_with_its_interval_over_runs(tmp_path):
     """README's Atari-5 row reads the report as the real report tool writes it: two seeds a game give the estimate
     with its interval over runs."""
-    column, folder = next((i, five) for i, (*_, five) in enumerate(SOURCES, 1) if five)  # the one column with it
+    column, folder = next((i, five) for i, (*_, five) in enumerate(SOURCES, 1) if five)  # the first column with it
     records = tmp_path / "records"
     records.mkdir()
     for game in atari5.GAMES:
