@@ -16,7 +16,7 @@ import yaml
 
 from hogwild_dqn.rundir import in_use
 from hogwild_dqn.tools import atari5
-from hogwild_dqn.tools.frontpage import SOURCES, table
+from hogwild_dqn.tools.frontpage import COLUMNS, table
 from hogwild_dqn.tools.suite_report import HUMAN_REFERENCE, units
 from tests.conftest import ROOT, kill_started, run_cmd, start
 from tests.test_frontpage import row
@@ -457,7 +457,7 @@ def test_the_fields_protocol_and_atari5_are_suites_whose_runs_all_play_sticky():
 def test_the_frontpages_atari5_row_is_the_reports_estimate_with_its_interval_over_runs(tmp_path):
     """README's Atari-5 row reads the report as the real report tool writes it: two seeds a game give the estimate
     with its interval over runs."""
-    column, folder = next((i, five) for i, (*_, five) in enumerate(SOURCES, 1) if five)  # the first column with it
+    column, folder = next((i, s.atari5) for i, s in enumerate(COLUMNS, 1) if s.atari5)  # the first column with it
     records = tmp_path / "records"
     records.mkdir()
     for game in atari5.GAMES:
@@ -473,4 +473,4 @@ def test_the_frontpages_atari5_row_is_the_reports_estimate_with_its_interval_ove
     estimate, low, high = (float(x) for x in re.match(r"([\d.]+) \(95% CI ([\d.]+)-([\d.]+); 2 seeds\)$",
                                                       cells[column].removesuffix(" |")).groups())
     assert low <= estimate <= high
-    assert [c.removesuffix(" |") for i, c in enumerate(cells[1:], 1) if i != column] == ["—"] * (len(SOURCES) - 1)
+    assert [c.removesuffix(" |") for i, c in enumerate(cells[1:], 1) if i != column] == ["—"] * (len(COLUMNS) - 1)

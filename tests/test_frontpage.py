@@ -8,7 +8,17 @@ import statistics
 import sys
 
 from hogwild_dqn.tools import suite_folder
-from hogwild_dqn.tools.frontpage import END, SOURCES, START, SUITES_END, SUITES_START, SUITES_TABLE, suites_table, table
+from hogwild_dqn.tools.frontpage import (
+    COLUMNS,
+    END,
+    SHOWN,
+    START,
+    SUITES_END,
+    SUITES_START,
+    folders,
+    suites_table,
+    table,
+)
 from tests.conftest import ROOT, run_cmd
 
 
@@ -18,7 +28,7 @@ def test_the_readme_table_is_the_records_and_follows_them(tmp_path):
     readme = (ROOT / "README.md").read_text()
     assert table() in readme.split(START)[1].split(END)[0]
     copy_checkout(tmp_path)
-    record = tmp_path / SOURCES[0][2] / "Breakout-ppo-s1.json"  # the default's
+    record = tmp_path / COLUMNS[0].records / "Breakout-ppo-s1.json"  # the default's
     summary = json.loads(record.read_text())
     summary["final_eval"]["mean_return"] = 1000.0  # another Breakout seed 1: the table follows the record
     record.write_text(json.dumps(summary))
@@ -34,8 +44,7 @@ def test_the_readme_table_is_the_records_and_follows_them(tmp_path):
 
 def copy_checkout(root):
     """README.md, docs/results.md and every folder of records and reports their tables read, under `root`."""
-    folders = {f for _, _, *fs in SOURCES for f in fs if f} | {f for row in SUITES_TABLE for f in row[2:4] if f}
-    for folder in {suite_folder(ROOT / f) for f in folders}:
+    for folder in {suite_folder(ROOT / f) for f in folders()}:
         shutil.copytree(folder, root / folder.relative_to(ROOT), dirs_exist_ok=True)
     for page in ("README.md", "docs/results.md"):
         (root / page).write_text((ROOT / page).read_text())
@@ -46,13 +55,13 @@ def test_results_tables_of_the_suites_are_the_records_and_follow_them(tmp_path):
     give them; a suite that loses a run shows how many it has, not an IQM, and --check finds results.md stale."""
     results = (ROOT / "docs" / "results.md").read_text()
     assert suites_table() == results.split(SUITES_START)[1].split(SUITES_END)[0].strip()
-    default = row(suites_table(), SUITES_TABLE[0][0]).split(" | ")
+    default = row(suites_table(), SHOWN[0].label).split(" | ")
     assert default[1].startswith("sticky actions 0.25, ") and "FIRE reset" in default[1]
     assert default[2:4] == ["18", row(table(), "Atari IQM").split(" | ")[1]]
     assert row(suites_table(), "A3C").split(" | ")[1] == "not recorded"  # its records predate the protocol's field
     copy_checkout(tmp_path)
-    (tmp_path / SUITES_TABLE[0][2] / "Pong-ppo-s3.json").unlink()  # 17 runs of the six games, and BattleZone's
-    assert row(suites_table(tmp_path), SUITES_TABLE[0][0]).split(" | ")[2:4] == ["17", "17 of 18 runs"]
+    (tmp_path / SHOWN[0].records / "Pong-ppo-s3.json").unlink()  # 17 runs of the six games, and BattleZone's
+    assert row(suites_table(tmp_path), SHOWN[0].label).split(" | ")[2:4] == ["17", "17 of 18 runs"]
     assert row(table(tmp_path), "Atari IQM").split(" | ")[1] == "17 of 18 runs"
     stale = run_cmd([sys.executable, "-m", "hogwild_dqn.tools.frontpage", "--check", "--root", tmp_path], 120)
     assert stale.returncode == 1 and "docs/results.md's results table is not the records'" in stale.stderr
@@ -62,8 +71,7 @@ def test_results_tables_of_the_suites_are_the_records_and_follow_them(tmp_path):
 
 def test_a_suite_without_all_its_runs_shows_how_many_it_has_not_an_iqm(tmp_path):
     """An IQM over a few games would read as the suite's: until every game has its seeds, the count of runs."""
-    _, _, folder, *_ = SOURCES[0]
-    records = tmp_path / folder
+    records = tmp_path / COLUMNS[0].records
     records.mkdir(parents=True)
     summary = json.loads((ROOT / "docs" / "benchmark-ppo" / "records" / "Qbert-ppo-s1.json").read_text())
     (records / "Qbert-ppo-s1.json").write_text(json.dumps(summary))
@@ -92,12 +100,12 @@ def test_atari5s_row_is_its_checked_in_reports_estimate():
     has one (several seeds) and the paper's band where it has not (one seed); a dash where the column has no report
     (tests/test_benchmark.py writes a report with the real report tool, which needs the benchmark extra)."""
     cells = [c.removesuffix(" |") for c in row(table(), "Atari-5:").split(" | ")[1:]]
-    assert len(cells) == len(SOURCES)
-    for cell, (*_, five) in zip(cells, SOURCES, strict=True):
-        if not five:
+    assert len(cells) == len(COLUMNS)
+    for cell, suite in zip(cells, COLUMNS, strict=True):
+        if not suite.atari5:
             assert cell == "—"
             continue
-        report = (ROOT / five / "benchmark.md").read_text()
+        report = (ROOT / suite.atari5 / "benchmark.md").read_text()
         m = re.match(r"([\d.]+) \((95% CI|band) ([\d.]+)-([\d.]+); (\d+) seeds?\)$", cell)
         estimate, kind, low, high, seeds = m.groups()
         assert f"x {seeds} seeds" in report
@@ -107,9 +115,9 @@ def test_atari5s_row_is_its_checked_in_reports_estimate():
 
 
 def test_the_suites_tables_links_to_the_runs_stories_reach_their_sections():
-    """SUITES_TABLE names each suite's story by a heading's anchor, typed: a renamed heading must fail here."""
-    for *_, told in SUITES_TABLE:
-        page, anchor = told.split("#")
+    """SHOWN names each suite's story by a heading's anchor, typed: a renamed heading must fail here."""
+    for suite in SHOWN:
+        page, anchor = suite.told.split("#")
         headings = re.findall(r"^#+ (.+)$", (ROOT / "docs" / page).read_text(), re.M)
         slugs = {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings}  # GitHub's
-        assert anchor in slugs, told
+        assert anchor in slugs, suite.told
