@@ -241,6 +241,23 @@ def test_the_iqm_of_the_games_means_and_the_pooled_one_from_the_a3c_suites_recor
                             + " |")
 
 
+def test_one_run_a_game_gives_the_iqm_without_an_interval_over_runs(tmp_path):
+    """Seed 1 alone of the A3C suite: the bootstrap resamples seeds within each game and has nothing to resample, so
+    the report gives the IQMs and says there is no interval, not one of zero width."""
+    records = ROOT / "docs" / "benchmark" / "records"
+    done = benchmark("--algo", "a3c", "--seeds", 1, "--logdir", tmp_path / "none", "--record", records, "--out",
+                     tmp_path, "--report-only", "--reps", "200", "--compare", ROOT / "docs" / "benchmark-ppo" /
+                     "records")
+    assert done.returncode == 0, done.stderr
+    report = (tmp_path / "benchmark.md").read_text()
+    assert iqm_line(report) is None and game_iqm_line(report) is None
+    said = "(one run a game, so no interval over runs)"
+    assert re.search(r"pooled over the 6 runs \(rliable\): [-\d.]+ " + re.escape(said), report)
+    assert re.search(r"IQM of the games' mean human-normalized final scores: [-\d.]+ " + re.escape(said), report)
+    assert re.search(r"^\| a3c, this suite \(1 seed\) \| .* \| [-\d.]+ \(one run a game\) \|", report, re.M)
+    assert (tmp_path / "benchmark_beside.png").stat().st_size > 0
+
+
 def test_the_headline_is_the_pooled_iqm_and_other_suites_and_published_rows_stand_beside(tmp_path):
     """The PPO suite's records beside the A3C suite's (--compare) and the published rows (docs/published): the
     report opens with the pooled IQM; each row's IQM is the trimmed mean of its runs x games (the published

@@ -195,12 +195,14 @@ def aggregate(scores: list[Score], seeds: list[int], reps: int, taus=None) -> di
     finally:
         np.random.set_state(state)
     (game_iqm, iqm), (game_low, low), (game_high, high) = point["run"], interval["run"][0], interval["run"][1]
+    if len(seeds) == 1:  # one run a game: the bootstrap, resampling seeds within each game, has nothing to resample
+        game_low = game_high = low = high = None
     raw = run_matrix(scores, seeds, complete, raw=True)
     five = all(g in complete for g in atari5.GAMES)  # what Atari-5's games are run for, estimated once here
     return {"atari5": atari5_estimate(dict(zip(complete, raw.mean(axis=0), strict=True)), raw, complete, reps)
             if five else None,
-            "games": complete, "game_iqm": float(game_iqm), "game_low": float(game_low),
-            "game_high": float(game_high), "iqm": float(iqm), "low": float(low), "high": float(high),
+            "games": complete, "game_iqm": float(game_iqm), "game_low": maybe(game_low),
+            "game_high": maybe(game_high), "iqm": float(iqm), "low": maybe(low), "high": maybe(high),
             "median": float(np.median(matrix)), "mean": float(matrix.mean()),
             "taus": taus, "profile": profile["run"], "profile_ci": profile_ci["run"]}
 
@@ -211,6 +213,17 @@ def run_matrix(scores: list[Score], seeds: list[int], games: list[str], raw: boo
 
     return np.array([[next(s.final_mean if raw else s.normalized for s in scores if s.game == g and s.seed == seed)
                       for g in games] for seed in seeds])
+
+
+def maybe(x) -> float | None:
+    """A bound as a float, or None where there is none."""
+    return None if x is None else float(x)
+
+
+def worded(low: float | None, high: float | None) -> str:
+    """An IQM's interval as the report words it; with one run a game there is none to give."""
+    return ("one run a game, so no interval over runs" if low is None else
+            f"95% stratified-bootstrap CI {low:.3f} to {high:.3f}")
 
 
 def interval(matrices: dict, statistic, reps: int) -> dict:
@@ -266,7 +279,8 @@ def beside_others(args: argparse.Namespace, scores: list[Score], agg: dict, out:
     protocol = next((s.protocol for s in scores if s.protocol), "not recorded")
     means = {g: statistics.mean(s.final_mean for s in scores if s.game == g) for g in games}
     five = all(g in games for g in atari5.GAMES)  # Atari-5's estimate of the 57-game median, where it applies
-    rows = [(f"{args.algo}, this suite ({len(args.seeds)} seeds)", protocol, (agg["iqm"], agg["low"], agg["high"]),
+    n = len(args.seeds)
+    rows = [(f"{args.algo}, this suite ({n} seed{'s' * (n != 1)})", protocol, (agg["iqm"], agg["low"], agg["high"]),
              means, agg["atari5"])]
     lines, profiles, improvements = [], {}, {}
     # a suite is named by its folder beside its algorithm: two suites of one algorithm (epochs, protocols) differ
@@ -320,7 +334,8 @@ def beside_others(args: argparse.Namespace, scores: list[Score], agg: dict, out:
             + (" Atari-5: 57-game median (band; CI over runs) |" if five else ""),
             "| --- | --- | --- |" + " --- |" * (len(games) + five)]
     for label, protocol, (iqm, low, high), game_means, estimate in rows:
-        shown = "—" if iqm is None else f"{iqm:.3f} ({low:.3f}-{high:.3f})"
+        shown = "—" if iqm is None else f"{iqm:.3f} ({low:.3f}-{high:.3f})" if low is not None else \
+            f"{iqm:.3f} (one run a game)"
         game, _, rest = protocol.partition(", ")  # our protocols name their game first
         head.append(f"| {label} | {rest if game in args.games else protocol} | "
                     f"{shown} | " + " | ".join(fmt(game_means[g]) for g in games) + " |"
@@ -406,8 +421,8 @@ def plot_beside(rows: list[tuple[str, tuple[float, float, float]]], out: Path) -
 
     fig, ax = plt.subplots(figsize=(7, 0.45 * len(rows) + 1.2))
     for i, (_, (iqm, low, high)) in enumerate(reversed(rows)):
-        ax.errorbar(iqm, i, xerr=[[iqm - low], [high - iqm]], fmt="o", color="tab:blue" if i == len(rows) - 1
-                    else "tab:gray", capsize=3)
+        ax.errorbar(iqm, i, xerr=None if low is None else [[iqm - low], [high - iqm]], fmt="o",
+                    color="tab:blue" if i == len(rows) - 1 else "tab:gray", capsize=3)
     ax.set_yticks(range(len(rows)), [label.replace("`", "") for label, _ in reversed(rows)], fontsize=8)
     ax.set_xlabel("IQM of human-normalized scores (95% CI)")
     ax.grid(alpha=0.3, axis="x")
@@ -543,12 +558,11 @@ def write_report(args: argparse.Namespace) -> Path:
                    f"seeds ({', '.join(agg['games'])}). " if missing else "")
         bold = "" if missing else "**"
         lines += [f"{partial}{bold}IQM of human-normalized final scores, pooled over the {runs} runs (rliable): "
-                  f"{agg['iqm']:.3f} (95% stratified-bootstrap CI {agg['low']:.3f} to {agg['high']:.3f}){bold} over "
+                  f"{agg['iqm']:.3f} ({worded(agg['low'], agg['high'])}){bold} over "
                   f"{len(agg['games'])} "
                   f"game{'s' * (len(agg['games']) != 1)} x {len(args.seeds)} seeds; median {agg['median']:.3f}, "
                   f"mean {agg['mean']:.3f}; {args.reps:,} resamples. IQM of the games' mean human-normalized final "
-                  f"scores: {agg['game_iqm']:.3f} (95% stratified-bootstrap CI {agg['game_low']:.3f} to "
-                  f"{agg['game_high']:.3f}), each game one value."
+                  f"scores: {agg['game_iqm']:.3f} ({worded(agg['game_low'], agg['game_high'])}), each game one value."
                   + (f" Not yet in them: {', '.join(missing)}." if missing else ""), ""]
         if agg["atari5"]:
             median, low, high, ci = agg["atari5"]
