@@ -101,7 +101,7 @@ def atari5(report: Path | None) -> str:
     """Atari-5's estimate of the 57-game median as its report (benchmark.md) gives it: with the interval over runs
     where it has one, else the paper's band, and the seeds of each game behind it."""
     text = report.read_text() if report and report.is_file() else ""
-    m = re.search(r"over 5 games x (\d+) seeds.*?57 games \(Aitchison et al\. 2023\): ([-\d.]+)\** \(the paper's "
+    m = re.search(r"over 5 games x (\d+) seeds?.*?57 games \(Aitchison et al\. 2023\): ([-\d.]+)\** \(the paper's "
                   r"band of [^:]+: ([-\d.]+) to ([-\d.]+)(?:; 95% stratified-bootstrap CI over runs ([-\d.]+) to "
                   r"([-\d.]+))?", text, re.S)
     if not m:

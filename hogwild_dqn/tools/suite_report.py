@@ -215,6 +215,11 @@ def run_matrix(scores: list[Score], seeds: list[int], games: list[str], raw: boo
                       for g in games] for seed in seeds])
 
 
+def seeds_said(n: int) -> str:
+    """"1 seed", "3 seeds"."""
+    return f"{n} seed{'s' * (n != 1)}"
+
+
 def maybe(x) -> float | None:
     """A bound as a float, or None where there is none."""
     return None if x is None else float(x)
@@ -279,9 +284,8 @@ def beside_others(args: argparse.Namespace, scores: list[Score], agg: dict, out:
     protocol = next((s.protocol for s in scores if s.protocol), "not recorded")
     means = {g: statistics.mean(s.final_mean for s in scores if s.game == g) for g in games}
     five = all(g in games for g in atari5.GAMES)  # Atari-5's estimate of the 57-game median, where it applies
-    n = len(args.seeds)
-    rows = [(f"{args.algo}, this suite ({n} seed{'s' * (n != 1)})", protocol, (agg["iqm"], agg["low"], agg["high"]),
-             means, agg["atari5"])]
+    rows = [(f"{args.algo}, this suite ({seeds_said(len(args.seeds))})", protocol,
+             (agg["iqm"], agg["low"], agg["high"]), means, agg["atari5"])]
     lines, profiles, improvements = [], {}, {}
     # a suite is named by its folder beside its algorithm: two suites of one algorithm (epochs, protocols) differ
     ours_name = f"{args.algo} ({suite_folder(args.record or out).name})"
@@ -296,7 +300,7 @@ def beside_others(args: argparse.Namespace, scores: list[Score], agg: dict, out:
         matrix = run_matrix(theirs, seeds, games)
         poi = interval({"poi": (ours, matrix)},
                        lambda x, y: np.array([metrics.probability_of_improvement(x, y)]), args.reps)["poi"]
-        label = f"{algo}, `{folder}` ({len(seeds)} seeds)"
+        label = f"{algo}, `{folder}` ({seeds_said(len(seeds))})"
         rows.append((label, next((s.protocol for s in theirs if s.protocol), OLDER_PROTOCOL),
                      (their["iqm"], their["low"], their["high"]),
                      {g: statistics.mean(s.final_mean for s in theirs if s.game == g) for g in games},
@@ -560,7 +564,7 @@ def write_report(args: argparse.Namespace) -> Path:
         lines += [f"{partial}{bold}IQM of human-normalized final scores, pooled over the {runs} runs (rliable): "
                   f"{agg['iqm']:.3f} ({worded(agg['low'], agg['high'])}){bold} over "
                   f"{len(agg['games'])} "
-                  f"game{'s' * (len(agg['games']) != 1)} x {len(args.seeds)} seeds; median {agg['median']:.3f}, "
+                  f"game{'s' * (len(agg['games']) != 1)} x {seeds_said(len(args.seeds))}; median {agg['median']:.3f}, "
                   f"mean {agg['mean']:.3f}; {args.reps:,} resamples. IQM of the games' mean human-normalized final "
                   f"scores: {agg['game_iqm']:.3f} ({worded(agg['game_low'], agg['game_high'])}), each game one value."
                   + (f" Not yet in them: {', '.join(missing)}." if missing else ""), ""]
