@@ -243,7 +243,7 @@ def test_the_iqm_of_the_games_means_and_the_pooled_one_from_the_a3c_suites_recor
 
 def test_one_run_a_game_gives_the_iqm_without_an_interval_over_runs(tmp_path):
     """Seed 1 alone of the A3C suite: the bootstrap resamples seeds within each game and has nothing to resample, so
-    the report gives the IQMs and says there is no interval, not one of zero width."""
+    the report gives the IQMs, and the probability of improvement over another suite's seed 1, without an interval."""
     records = ROOT / "docs" / "benchmark" / "records"
     done = benchmark("--algo", "a3c", "--seeds", 1, "--logdir", tmp_path / "none", "--record", records, "--out",
                      tmp_path, "--report-only", "--reps", "200", "--compare", ROOT / "docs" / "benchmark-ppo" /
@@ -255,6 +255,7 @@ def test_one_run_a_game_gives_the_iqm_without_an_interval_over_runs(tmp_path):
     assert re.search(r"pooled over the 6 runs \(rliable\): [-\d.]+ " + re.escape(said), report)
     assert re.search(r"IQM of the games' mean human-normalized final scores: [-\d.]+ " + re.escape(said), report)
     assert re.search(r"^\| a3c, this suite \(1 seed\) \| .* \| [-\d.]+ \(one run a game\) \|", report, re.M)
+    assert re.search(r"with probability \*\*[\d.]+\*\* " + re.escape(said[:-1]) + "; rliable's", report)
     assert (tmp_path / "benchmark_beside.png").stat().st_size > 0
 
 

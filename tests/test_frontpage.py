@@ -7,7 +7,7 @@ import shutil
 import statistics
 import sys
 
-from hogwild_dqn.tools import suite_folder
+from hogwild_dqn.tools import seeds_said, suite_folder
 from hogwild_dqn.tools.frontpage import (
     COLUMNS,
     END,
@@ -108,7 +108,7 @@ def test_atari5s_row_is_its_checked_in_reports_estimate():
         report = (ROOT / suite.atari5 / "benchmark.md").read_text()
         m = re.match(r"([\d.]+) \((95% CI|band) ([\d.]+)-([\d.]+); (\d+) seeds?\)$", cell)
         estimate, kind, low, high, seeds = m.groups()
-        assert f"x {seeds} seed{'s' * (seeds != '1')};" in report
+        assert f"x {seeds_said(int(seeds))};" in report
         assert f"57 games (Aitchison et al. 2023): {estimate}**" in report
         assert (f"CI over runs {low} to {high})" if kind == "95% CI" else f"±10.4%: {low} to {high};") in report
         assert (kind == "band") == (seeds == "1")  # one run a game: no interval over runs

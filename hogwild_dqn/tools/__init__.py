@@ -193,6 +193,11 @@ def spread(values: list) -> str:
     return text + (f" ({len(there)} of {len(values)} runs)" if len(there) < len(values) else "")
 
 
+def seeds_said(n: int) -> str:
+    """"1 seed", "3 seeds"."""
+    return f"{n} seed{'s' * (n != 1)}"
+
+
 def suite_folder(records: Path) -> Path:
     """A suite's folder, which names it and holds its report (benchmark.md): its records' folder, or the one above
     where they sit in records/ (docs/benchmark-sticky/records: docs/benchmark-sticky; docs/screens/ppo-vnorm)."""

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from hogwild_dqn.config import Parser
-from hogwild_dqn.tools import done, one_line_errors, suite_folder, summary_at, write_text
+from hogwild_dqn.tools import done, one_line_errors, seeds_said, suite_folder, summary_at, write_text
 from hogwild_dqn.tools.suites import SEEDS, SIX, SUITES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -108,7 +108,7 @@ def atari5(report: Path | None) -> str:
         return "—"
     seeds, median, low, high, ci_low, ci_high = m.groups()
     spread = f"95% CI {ci_low}-{ci_high}" if ci_low else f"band {low}-{high}"
-    return f"{median} ({spread}; {seeds} seed{'s' * (seeds != '1')})"
+    return f"{median} ({spread}; {seeds_said(int(seeds))})"
 
 
 def confirmed(folder: Path | None) -> str:

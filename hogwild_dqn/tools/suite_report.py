@@ -35,6 +35,7 @@ from hogwild_dqn.tools import (
     read_json,
     read_yaml_file,
     save,
+    seeds_said,
     sessions_file,
     spread,
     suite_folder,
@@ -173,7 +174,8 @@ def aggregate(scores: list[Score], seeds: list[int], reps: int, taus=None) -> di
     """Over the games that have every seed scored and a human reference: the IQM of the games' mean
     human-normalized final scores (each game one value, as published suites compare), the IQM pooled over every
     run, each with its 95% stratified-bootstrap interval (seeds resampled within each game, both from the same
-    resamples), the performance profile (rliable), and where those games hold Atari-5's, its atari5_estimate."""
+    resamples; the bounds None with one seed: NO_INTERVAL), the performance profile (rliable), and where those games
+    hold Atari-5's, its atari5_estimate."""
     import numpy as np
 
     rly, metrics = rliable()
@@ -195,14 +197,14 @@ def aggregate(scores: list[Score], seeds: list[int], reps: int, taus=None) -> di
     finally:
         np.random.set_state(state)
     (game_iqm, iqm), (game_low, low), (game_high, high) = point["run"], interval["run"][0], interval["run"][1]
-    if len(seeds) == 1:  # one run a game: the bootstrap, resampling seeds within each game, has nothing to resample
+    if len(seeds) == 1:  # NO_INTERVAL
         game_low = game_high = low = high = None
     raw = run_matrix(scores, seeds, complete, raw=True)
     five = all(g in complete for g in atari5.GAMES)  # what Atari-5's games are run for, estimated once here
     return {"atari5": atari5_estimate(dict(zip(complete, raw.mean(axis=0), strict=True)), raw, complete, reps)
             if five else None,
-            "games": complete, "game_iqm": float(game_iqm), "game_low": maybe(game_low),
-            "game_high": maybe(game_high), "iqm": float(iqm), "low": maybe(low), "high": maybe(high),
+            "games": complete, "game_iqm": float(game_iqm), "game_low": bound(game_low),
+            "game_high": bound(game_high), "iqm": float(iqm), "low": bound(low), "high": bound(high),
             "median": float(np.median(matrix)), "mean": float(matrix.mean()),
             "taus": taus, "profile": profile["run"], "profile_ci": profile_ci["run"]}
 
@@ -215,20 +217,25 @@ def run_matrix(scores: list[Score], seeds: list[int], games: list[str], raw: boo
                       for g in games] for seed in seeds])
 
 
-def seeds_said(n: int) -> str:
-    """"1 seed", "3 seeds"."""
-    return f"{n} seed{'s' * (n != 1)}"
+# with one run a game the stratified bootstrap, which resamples runs within each game, has nothing to resample
+NO_INTERVAL = "one run a game, so no interval over runs"
 
 
-def maybe(x) -> float | None:
-    """A bound as a float, or None where there is none."""
+def bound(x) -> float | None:
+    """An interval's bound as a float, or None where there is no interval."""
     return None if x is None else float(x)
 
 
-def worded(low: float | None, high: float | None) -> str:
-    """An IQM's interval as the report words it; with one run a game there is none to give."""
-    return ("one run a game, so no interval over runs" if low is None else
-            f"95% stratified-bootstrap CI {low:.3f} to {high:.3f}")
+def worded(low: float | None, high: float | None, name: str = "95% stratified-bootstrap CI") -> str:
+    """An interval as the report words it, or that it has none."""
+    return NO_INTERVAL if low is None else f"{name} {low:.3f} to {high:.3f}"
+
+
+def shown(iqm: float | None, low: float | None, high: float | None) -> str:
+    """An IQM and its interval in a table's cell."""
+    if iqm is None:
+        return "—"
+    return f"{iqm:.3f} (one run a game)" if low is None else f"{iqm:.3f} ({low:.3f}-{high:.3f})"
 
 
 def interval(matrices: dict, statistic, reps: int) -> dict:
@@ -308,16 +315,20 @@ def beside_others(args: argparse.Namespace, scores: list[Score], agg: dict, out:
         their_name = f"{algo} ({suite_folder(folder).name})"
         profiles[their_name] = their
         improvements[f"{ours_name};{their_name}"] = poi
+        single = len(seeds) == len(args.seeds) == 1
         lines.append(f"- P({ours_name} > {their_name}): a run of this suite scores above one of `{folder}` on the "
-                     f"same game with probability **{poi[0]:.3f}** (95% CI {poi[1]:.3f} to {poi[2]:.3f}; rliable's "
+                     f"same game with probability **{poi[0]:.3f}** ("
+                     f"{worded(*((None, None) if single else poi[1:]), name='95% CI')}; rliable's "
                      "probability of improvement, averaged over games).")
         lines.append(f"- Game by game against {their_name}: " + below(means, theirs, games))
     for pub in published.read(args.published, games) if args.published else []:
         runs = published.run_matrix(pub, games, normalize)
         iqm = (interval({"iqm": np.array(runs)}, lambda x: np.array([metrics.aggregate_iqm(x)]), args.reps)["iqm"]
                if runs else (None, None, None))
+        if runs and len(runs) == 1:  # NO_INTERVAL
+            iqm = (iqm[0], None, None)
         # without per-run scores there is no pooled IQM to give, only the means the source gives
-        label = f"{pub.algorithm} ({len(runs)} seeds)" if runs else f"{pub.algorithm} (means of {pub.runs} runs)"
+        label = f"{pub.algorithm} ({seeds_said(len(runs))})" if runs else f"{pub.algorithm} (means of {pub.runs} runs)"
         raw = published.run_matrix(pub, games, lambda game, score: score)
         rows.append((label, pub.protocol, iqm, pub.means,
                      atari5_estimate(pub.means, np.array(raw) if raw else None, games, args.reps) if five else None))
@@ -338,11 +349,9 @@ def beside_others(args: argparse.Namespace, scores: list[Score], agg: dict, out:
             + (" Atari-5: 57-game median (band; CI over runs) |" if five else ""),
             "| --- | --- | --- |" + " --- |" * (len(games) + five)]
     for label, protocol, (iqm, low, high), game_means, estimate in rows:
-        shown = "—" if iqm is None else f"{iqm:.3f} ({low:.3f}-{high:.3f})" if low is not None else \
-            f"{iqm:.3f} (one run a game)"
         game, _, rest = protocol.partition(", ")  # our protocols name their game first
         head.append(f"| {label} | {rest if game in args.games else protocol} | "
-                    f"{shown} | " + " | ".join(fmt(game_means[g]) for g in games) + " |"
+                    f"{shown(iqm, low, high)} | " + " | ".join(fmt(game_means[g]) for g in games) + " |"
                     + (f" {atari5_cell(estimate)} |" if five else ""))
     plot_beside([(r[0], r[2]) for r in rows if r[2][0] is not None], out / "benchmark_beside.png")
     agg["others"] = profiles
@@ -419,8 +428,8 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
-def plot_beside(rows: list[tuple[str, tuple[float, float, float]]], out: Path) -> None:
-    """Each algorithm's IQM with its interval, one line each."""
+def plot_beside(rows: list[tuple[str, tuple[float, float | None, float | None]]], out: Path) -> None:
+    """Each algorithm's IQM with its interval where it has one, one line each."""
     plt = pyplot()
 
     fig, ax = plt.subplots(figsize=(7, 0.45 * len(rows) + 1.2))
@@ -573,7 +582,7 @@ def write_report(args: argparse.Namespace) -> Path:
             lines += [f"{bold}Atari-5's estimate of the median human-normalized score over the 57 games (Aitchison et "
                       f"al. 2023): {median:.3f}{bold} (the paper's band of ±{atari5.RELATIVE_ERROR:.1%}: {low:.3f} to "
                       f"{high:.3f}" + (f"; 95% stratified-bootstrap CI over runs {ci[0]:.3f} to {ci[1]:.3f}" if ci else
-                                       "; one run a game, so no interval over runs")
+                                       f"; {NO_INTERVAL}")
                       + "), from its five games' mean scores; published algorithms' estimates beside it below.", ""]
     lines += [f"Runs under `{args.logdir}`" + (f" or recorded in `{args.record}`" if args.record else "") +
               "; the code and machine of each run are in its `chain.log`. The score of a "
