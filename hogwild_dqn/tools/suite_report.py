@@ -570,11 +570,12 @@ def write_report(args: argparse.Namespace) -> Path:
         partial = (f"So far, not yet the suite's: {len(agg['games'])} of its {len(args.games)} games {have} all their "
                    f"seeds ({', '.join(agg['games'])}). " if missing else "")
         bold = "" if missing else "**"
+        resamples = "" if agg["low"] is None else f"; {args.reps:,} resamples"  # they say nothing without an interval
         lines += [f"{partial}{bold}IQM of human-normalized final scores, pooled over the {runs} runs (rliable): "
                   f"{agg['iqm']:.3f} ({worded(agg['low'], agg['high'])}){bold} over "
                   f"{len(agg['games'])} "
                   f"game{'s' * (len(agg['games']) != 1)} x {seeds_said(len(args.seeds))}; median {agg['median']:.3f}, "
-                  f"mean {agg['mean']:.3f}; {args.reps:,} resamples. IQM of the games' mean human-normalized final "
+                  f"mean {agg['mean']:.3f}{resamples}. IQM of the games' mean human-normalized final "
                   f"scores: {agg['game_iqm']:.3f} ({worded(agg['game_low'], agg['game_high'])}), each game one value."
                   + (f" Not yet in them: {', '.join(missing)}." if missing else ""), ""]
         if agg["atari5"]:
