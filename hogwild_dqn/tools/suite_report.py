@@ -197,7 +197,7 @@ def aggregate(scores: list[Score], seeds: list[int], reps: int, taus=None) -> di
     finally:
         np.random.set_state(state)
     (game_iqm, iqm), (game_low, low), (game_high, high) = point["run"], interval["run"][0], interval["run"][1]
-    if len(seeds) == 1:  # NO_INTERVAL
+    if one_run(matrix):
         game_low = game_high = low = high = None
     raw = run_matrix(scores, seeds, complete, raw=True)
     five = all(g in complete for g in atari5.GAMES)  # what Atari-5's games are run for, estimated once here
@@ -217,8 +217,13 @@ def run_matrix(scores: list[Score], seeds: list[int], games: list[str], raw: boo
                       for g in games] for seed in seeds])
 
 
-# with one run a game the stratified bootstrap, which resamples runs within each game, has nothing to resample
 NO_INTERVAL = "one run a game, so no interval over runs"
+
+
+def one_run(*matrices) -> bool:
+    """Whether each of `matrices` (runs x games) has one run a game: the stratified bootstrap, which resamples runs
+    within each game, then has nothing to resample and its interval is a point (NO_INTERVAL)."""
+    return all(len(m) == 1 for m in matrices)
 
 
 def bound(x) -> float | None:
@@ -240,10 +245,10 @@ def shown(iqm: float | None, low: float | None, high: float | None) -> str:
 
 def interval(matrices: dict, statistic, reps: int) -> dict:
     """rliable's point estimates and 95% stratified-bootstrap intervals of `statistic` for each entry of
-    `matrices` (a matrix, or a tuple of them for a paired statistic): {name: (point, low, high)}. rliable 1.2
-    resamples from numpy's global generator (its random_state reaches arch, which its
-    StratifiedBootstrap.update_indices bypasses): seeded here, the same records give the same intervals every
-    time."""
+    `matrices` (a matrix, or a tuple of them for a paired statistic): {name: (point, low, high)}, low and high None
+    where every matrix of the entry has one run a game (one_run). rliable 1.2 resamples from numpy's global generator
+    (its random_state reaches arch, which its StratifiedBootstrap.update_indices bypasses): seeded here, the same
+    records give the same intervals every time."""
     import numpy as np
 
     rly, _ = rliable()
@@ -253,7 +258,11 @@ def interval(matrices: dict, statistic, reps: int) -> dict:
         point, ci = rly.get_interval_estimates(matrices, statistic, reps=reps)
     finally:
         np.random.set_state(state)
-    return {k: (float(point[k][0]), float(ci[k][0][0]), float(ci[k][1][0])) for k in matrices}
+    out = {}
+    for k, m in matrices.items():
+        single = one_run(*(m if isinstance(m, tuple) else (m,)))
+        out[k] = (float(point[k][0]), *((None, None) if single else (float(ci[k][0][0]), float(ci[k][1][0]))))
+    return out
 
 
 def plot_profile(agg: dict, label: str, out: Path, others: dict | None = None) -> None:
@@ -315,18 +324,15 @@ def beside_others(args: argparse.Namespace, scores: list[Score], agg: dict, out:
         their_name = f"{algo} ({suite_folder(folder).name})"
         profiles[their_name] = their
         improvements[f"{ours_name};{their_name}"] = poi
-        single = len(seeds) == len(args.seeds) == 1
         lines.append(f"- P({ours_name} > {their_name}): a run of this suite scores above one of `{folder}` on the "
                      f"same game with probability **{poi[0]:.3f}** ("
-                     f"{worded(*((None, None) if single else poi[1:]), name='95% CI')}; rliable's "
+                     f"{worded(*poi[1:], name='95% CI')}; rliable's "
                      "probability of improvement, averaged over games).")
         lines.append(f"- Game by game against {their_name}: " + below(means, theirs, games))
     for pub in published.read(args.published, games) if args.published else []:
         runs = published.run_matrix(pub, games, normalize)
         iqm = (interval({"iqm": np.array(runs)}, lambda x: np.array([metrics.aggregate_iqm(x)]), args.reps)["iqm"]
                if runs else (None, None, None))
-        if runs and len(runs) == 1:  # NO_INTERVAL
-            iqm = (iqm[0], None, None)
         # without per-run scores there is no pooled IQM to give, only the means the source gives
         label = f"{pub.algorithm} ({seeds_said(len(runs))})" if runs else f"{pub.algorithm} (means of {pub.runs} runs)"
         raw = published.run_matrix(pub, games, lambda game, score: score)
@@ -386,7 +392,7 @@ def atari5_estimate(means: dict[str, float], raw, games: list[str], reps: int) -
     import numpy as np
 
     median, low, high = atari5.estimate(means)
-    if raw is None or len(raw) < 2:
+    if raw is None or one_run(raw):
         return median, low, high, None
 
     def estimate(x):
@@ -402,7 +408,7 @@ def atari5_cell(estimate: tuple) -> str:
     return f"{median:.3f} ({low:.3f}-{high:.3f}" + (f"; {ci[0]:.3f}-{ci[1]:.3f})" if ci else ")")
 
 
-def plot_improvement(improvements: dict[str, tuple[float, float, float]], out: Path) -> None:
+def plot_improvement(improvements: dict[str, tuple[float, float | None, float | None]], out: Path) -> None:
     """rliable's figure of the probability of improvement, one bar (its 95% interval, the estimate a tick) per
     pair "X;Y" of `improvements` ({pair: (point, low, high)})."""
     import numpy as np
@@ -413,7 +419,8 @@ def plot_improvement(improvements: dict[str, tuple[float, float, float]], out: P
     fig, ax = plt.subplots(figsize=(7, 0.6 * len(improvements) + 1.4))
     plot_utils.plot_probability_of_improvement(
         {k: np.array([p]) for k, (p, _, _) in improvements.items()},
-        {k: np.array([low, high]) for k, (_, low, high) in improvements.items()}, pair_separator=";", ax=ax,
+        {k: np.array([p, p] if low is None else [low, high]) for k, (p, low, high) in improvements.items()},
+        pair_separator=";", ax=ax,
         xticks=[0.0, 0.25, 0.5, 0.75, 1.0], xlabel="P(a run of X scores above one of Y on the same game)",
         left_ylabel="X", right_ylabel="Y", ticklabelsize="small", labelsize="medium")
     ax.set_xlim(0, 1)
