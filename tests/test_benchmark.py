@@ -17,7 +17,7 @@ import yaml
 from hogwild_dqn.rundir import in_use
 from hogwild_dqn.tools import atari5
 from hogwild_dqn.tools.frontpage import COLUMNS, table
-from hogwild_dqn.tools.suite_report import HUMAN_REFERENCE, units
+from hogwild_dqn.tools.suite_report import HUMAN_REFERENCE, resampled_alike, units
 from tests.conftest import ROOT, kill_started, run_cmd, start
 from tests.test_frontpage import row
 
@@ -239,6 +239,20 @@ def test_the_iqm_of_the_games_means_and_the_pooled_one_from_the_a3c_suites_recor
         row = next(line for line in report.splitlines() if line.startswith(f"| {game} |"))
         assert row.endswith(" | " + ", ".join(f"s{r['seed']} {r['wall_minutes']}" for r in rows if r["game"] == game)
                             + " |")
+
+
+def test_rliables_resamples_are_seeded_and_the_callers_generator_is_left_as_found():
+    """rliable draws from numpy's global generator: seeded inside, the same draws every time; outside, the caller's
+    sequence goes on as if nothing had drawn."""
+    np = pytest.importorskip("numpy")
+    np.random.seed(7)
+    with resampled_alike():
+        first = np.random.rand(4)
+    with resampled_alike():
+        second = np.random.rand(4)
+    after = np.random.rand()
+    np.random.seed(7)
+    assert (first == second).all() and after == np.random.rand()
 
 
 def test_one_run_a_game_gives_the_iqm_without_an_interval_over_runs(tmp_path):

@@ -19,6 +19,7 @@ import csv
 import io
 import math
 import statistics
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -185,17 +186,12 @@ def aggregate(scores: list[Score], seeds: list[int], reps: int, taus=None) -> di
         return None
     matrix = run_matrix(scores, seeds, complete)
     taus = np.linspace(0.0, max(2.0, float(matrix.max()) * 1.05), 101) if taus is None else taus
-    # rliable 1.2 resamples from numpy's global generator (its random_state reaches arch, which its
-    # StratifiedBootstrap.update_indices bypasses): seeded here, the same records give the same intervals every time
-    state = np.random.get_state()
-    np.random.seed(0)
-    try:
+    # both IQMs from the same resamples, and the profile's bands drawn after them from one seeded generator
+    with resampled_alike():
         point, interval = rly.get_interval_estimates(
             {"run": matrix}, lambda x: np.array([metrics.aggregate_iqm(x.mean(axis=0)), metrics.aggregate_iqm(x)]),
             reps=reps)
         profile, profile_ci = rly.create_performance_profile({"run": matrix}, taus)
-    finally:
-        np.random.set_state(state)
     (game_iqm, iqm), (game_low, low), (game_high, high) = point["run"], interval["run"][0], interval["run"][1]
     if one_run(matrix):
         game_low = game_high = low = high = None
@@ -243,21 +239,28 @@ def shown(iqm: float | None, low: float | None, high: float | None) -> str:
     return f"{iqm:.3f} (one run a game)" if low is None else f"{iqm:.3f} ({low:.3f}-{high:.3f})"
 
 
-def interval(matrices: dict, statistic, reps: int) -> dict:
-    """rliable's point estimates and 95% stratified-bootstrap intervals of `statistic` for each entry of
-    `matrices` (a matrix, or a tuple of them for a paired statistic): {name: (point, low, high)}, low and high None
-    where every matrix of the entry has one run a game (one_run). rliable 1.2 resamples from numpy's global generator
-    (its random_state reaches arch, which its StratifiedBootstrap.update_indices bypasses): seeded here, the same
-    records give the same intervals every time."""
+@contextmanager
+def resampled_alike():
+    """numpy's global generator seeded for rliable's resampling, and the caller's state put back after. rliable 1.2
+    resamples from that generator (its random_state reaches arch, which its StratifiedBootstrap.update_indices
+    bypasses): seeded, the same records give the same intervals and profile bands every time."""
     import numpy as np
 
-    rly, _ = rliable()
     state = np.random.get_state()
     np.random.seed(0)
     try:
-        point, ci = rly.get_interval_estimates(matrices, statistic, reps=reps)
+        yield
     finally:
         np.random.set_state(state)
+
+
+def interval(matrices: dict, statistic, reps: int) -> dict:
+    """rliable's point estimates and 95% stratified-bootstrap intervals of `statistic` for each entry of
+    `matrices` (a matrix, or a tuple of them for a paired statistic): {name: (point, low, high)}, low and high None
+    where every matrix of the entry has one run a game (one_run)."""
+    rly, _ = rliable()
+    with resampled_alike():
+        point, ci = rly.get_interval_estimates(matrices, statistic, reps=reps)
     out = {}
     for k, m in matrices.items():
         single = one_run(*(m if isinstance(m, tuple) else (m,)))
