@@ -1,5 +1,5 @@
 """The README and docs/results.md: their results tables are the ones the records give (generated, never typed), and
-the README stays a front page (at most 130 lines, none over 120 characters)."""
+the README stays a front page (at most 130 lines, none over 120 bytes)."""
 
 import json
 import re
@@ -92,7 +92,7 @@ def row(markdown: str, name: str) -> str:
 def test_the_readme_is_a_front_page():
     lines = (ROOT / "README.md").read_text().splitlines()
     assert len(lines) <= 130, len(lines)
-    assert [line for line in lines if len(line) > 120] == []
+    assert [line for line in lines if len(line.encode()) > 120] == []  # bytes, as the project's check counts
 
 
 def test_atari5s_row_is_its_checked_in_reports_estimate():

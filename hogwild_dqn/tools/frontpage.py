@@ -137,7 +137,7 @@ def table(root: Path = ROOT) -> str:
     lines += ["| Atari IQM | "
               + " | ".join(c[2] for c in cols) + " |"]
     lines += [f"| {g} | " + " | ".join(cell(c[1].get(g)) for c in cols) + " |" for g in ATARI]
-    lines += ["| Atari-5: 57-game median (est.) | " + " | ".join(c[5] for c in cols) + " |"]
+    lines += ["| Atari-5: est. 57-game median | " + " | ".join(c[5] for c in cols) + " |"]
     lines += ["| Pong: confirmed +18 (median) | " + " | ".join(c[3] for c in cols) + " |"]
     lines += [f"| {g} (1M steps) | " + " | ".join(cell(c[4].get(g)) for c in cols) + " |" for g in MUJOCO]
     return "\n".join(lines)
