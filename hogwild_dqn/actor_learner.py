@@ -22,7 +22,11 @@ from hogwild_dqn.rundir import Run
 from hogwild_dqn.schedules import draw_final_epsilon, epsilon, learning_rate
 from hogwild_dqn.seeding import worker_streams
 from hogwild_dqn.shared import (
+    LEARNING,
+    PLAYING,
     STOP,
+    STOPPING,
+    Heartbeat,
     SharedState,
     add_frames,
     claim_exploration,
@@ -38,6 +42,7 @@ class ActorLearner:
     def __init__(self, rank: int, restart: int, run: Run, shared: SharedState, games: int):
         cfg = self.cfg = run.cfg
         self.rank, self.run, self.shared = rank, run, shared
+        self.beat = Heartbeat(shared, rank)  # every step of a game and every update marks progress
         # every worker, restart, resumed session and game has a random stream of its own (seeding.py)
         self.rng, seed, env_seeds = worker_streams(cfg.seed, rank, restart, run.prior["frames"], games)
         torch.manual_seed(seed)
@@ -57,6 +62,7 @@ class ActorLearner:
     def step_game(self, k: int, action) -> tuple:
         """Game k's step on `action` (an index, or a continuous action's components); a game that ends logs its
         score. Returns gymnasium's (obs, reward, terminated, truncated, info)."""
+        self.beat(PLAYING)
         out = self.envs[k].step(action.copy() if self.run.spec.continuous else int(action))
         self.episode(out[4])
         return out
@@ -88,6 +94,7 @@ class ActorLearner:
         """The loss's gradient on the local `params` into the shared model (the Hogwild step); its norm."""
         if not math.isfinite(loss.item()):
             raise NonFinite(f"non-finite loss {loss.item()}")
+        self.beat(LEARNING)
         for p in params:
             p.grad = None
         loss.backward()
@@ -138,6 +145,7 @@ class ActorLearner:
                 step()
         except NonFinite as e:
             raise NonFinite(f"{e} at update {self.updates + 1} (global frame {self.frames})") from None
+        self.beat(STOPPING)
         self.sync_target(self.shared.frames())  # the others may have crossed an interval since worker 0's last step
         self.writer.close()
         for env in self.envs:

@@ -46,6 +46,7 @@ NO_MACHINE_SECONDS = 120  # with no machine left this long, the run stops
 POOL_STOP_SECONDS = 30  # at the end, each machine's pool has this long to stop its workers and send its last change
 POOL_FAILURES = 3        # a machine whose pool failed this many times is not given another
 MACHINE_SEED_STRIDE = 1_000_000  # each machine's base seed; far from the evaluator's offset (policy.EVAL_SEED_OFFSET)
+PROBE_SECONDS = 2  # how often the driver asks a working actor (a pool, the evaluator at work) for its progress
 HEAD = "node:__internal_head__"  # Ray's resource of the head node: the holder writes the run dir there
 
 
@@ -140,6 +141,30 @@ def run_cluster(cfg: Config, resume: str | None) -> int:
         ray.shutdown()
 
 
+class Probe:
+    """The driver's watch on one working actor (a machine's pool; the evaluator during an evaluation): it asks the
+    actor's `progress()` every PROBE_SECONDS, never waiting for the answer. The actor's silence is the longer of
+    what it last answered (a loop stuck in a live process) and the time since its last answer (a frozen one)."""
+
+    def __init__(self, actor):
+        self.actor, self.ref, self.asked = actor, None, 0.0
+        self.heard, self.quiet = time.monotonic(), 0.0
+
+    def silence(self, ray) -> float:
+        from ray.exceptions import RayError
+
+        now = time.monotonic()
+        if self.ref is not None and ray.wait([self.ref], timeout=0)[0]:
+            try:
+                self.quiet, self.heard = ray.get(self.ref, timeout=SYNC_TIMEOUT), now  # ready: ray.wait said so
+            except RayError:  # the actor is gone: reap() and collect_eval() say so
+                pass
+            self.ref = None
+        if self.ref is None and now - self.asked >= PROBE_SECONDS:
+            self.ref, self.asked = self.actor.progress.remote(), now
+        return max(self.quiet, now - self.heard)
+
+
 class Driver:
     """Starts the holder, the evaluator and a pool per machine; asks for evaluations at the evaluation points;
     ends the run when the frames are done, an evaluation reaches --stop-return, the holder is gone or a signal
@@ -153,6 +178,7 @@ class Driver:
         self.where = {"num_gpus": 1} if ray.cluster_resources().get("GPU", 0) >= 1 else {"resources": {HEAD: 0.01}}
         self.evaluator = self.new_evaluator()
         self.pools, self.failures, self.names = {}, {}, {}  # node id -> (actor, run ref) / failures / name
+        self.probes: dict[str, Probe] = {}  # node id -> the watch on its pool
         self.pools_started = []
         self.frames, self.next_eval = start["frames"], next_point(start["frames"], cfg.eval_every)
         # what every pool's workers start from: the session's frames (their random streams are keyed by them, so a
@@ -160,10 +186,13 @@ class Driver:
         self.prior = {**no_prior(), "frames": start["frames"], "lr_start": start["lr_start"]}
         self.wall0 = start["wall_seconds"]  # the earlier sessions' (the holder's summary adds this session's)
         self.pending_eval = None  # (result ref, weights ref, frames)
+        self.eval_probe: Probe | None = None  # the watch on the evaluator during an evaluation
         self.holder_gone, self.solved = False, False
 
     def new_evaluator(self):
-        return self.ray.remote(Evaluator).options(num_cpus=0, **self.where).remote(self.cfg, self.spec)
+        # a second thread answers progress() while evaluate() plays (Probe)
+        return self.ray.remote(Evaluator).options(num_cpus=0, max_concurrency=2, **self.where).remote(self.cfg,
+                                                                                                   self.spec)
 
     def scan(self) -> None:
         """Give a pool to every live machine with CPUs that has none (new, or back after a loss)."""
@@ -181,9 +210,10 @@ class Driver:
             seeded = dataclasses.replace(self.cfg, seed=self.cfg.seed + MACHINE_SEED_STRIDE * len(self.pools_started))
             self.pools_started.append(nid)
             actor = self.ray.remote(NodePool).options(
-                num_cpus=threads, scheduling_strategy=NodeAffinitySchedulingStrategy(nid, soft=False)).remote(
+                num_cpus=threads, max_concurrency=2,  # a second thread answers progress() while run() trains
+                scheduling_strategy=NodeAffinitySchedulingStrategy(nid, soft=False)).remote(
                 seeded, self.spec, name, threads, self.holder, self.prior)
-            self.pools[nid] = (actor, actor.run.remote())
+            self.pools[nid], self.probes[nid] = (actor, actor.run.remote()), Probe(actor)
             _say(self.run_dir, f"{name} joined with {threads} workers")
 
     def reap(self) -> tuple[int, str] | None:
@@ -192,6 +222,7 @@ class Driver:
 
         for nid in [nid for nid, (_, ref) in self.pools.items() if self.ray.wait([ref], timeout=0)[0]]:
             _, ref = self.pools.pop(nid)
+            self.probes.pop(nid, None)
             try:
                 self.ray.get(ref, timeout=SYNC_TIMEOUT)  # ready: ray.wait said so
             except NonFinite as e:  # Ray's task error is an instance of the pool's NonFinite
@@ -205,12 +236,32 @@ class Driver:
                                    "the other machines keep training")
         return None
 
+    def hung(self) -> None:
+        """Kill each actor that has made no progress for --hang-seconds (Probe), frozen or stuck: a machine's pool
+        is then handled as a failed one (the others keep training; it may be given another), the evaluator is
+        replaced and its evaluation is lost."""
+        limit = self.cfg.hang_seconds
+        for nid in [n for n in self.pools if self.probes[n].silence(self.ray) > limit]:
+            quiet = self.probes.pop(nid).silence(self.ray)
+            actor, _ = self.pools.pop(nid)
+            self.ray.kill(actor)
+            self.failures[nid] = self.failures.get(nid, 0) + 1
+            _say(self.run_dir, f"{self.names[nid]} hung (no progress for {quiet:.0f} s, --hang-seconds {limit:g}); "
+                               "it is killed, what it learnt since its last exchange is lost; the other machines "
+                               "keep training")
+        if self.pending_eval is not None and (quiet := self.eval_probe.silence(self.ray)) > limit:
+            self.ray.kill(self.evaluator)
+            self.evaluator, self.pending_eval = self.new_evaluator(), None
+            _say(self.run_dir, f"the evaluator hung (no progress for {quiet:.0f} s, --hang-seconds {limit:g}); "
+                               "the evaluation it was playing is lost; starting another evaluator")
+
     def ask_eval(self, best: float, final: bool = False, confirm: tuple | None = None) -> None:
         """Evaluate the newest global weights (a late evaluator skips to them); `final`: the run's score;
         `confirm`: (weights, frames) of a periodic evaluation that reached --stop-return, played again."""
         weights, frames = confirm or (self.holder.weights.remote(), self.frames)
         kind = "confirmation" if confirm else "final" if final else "periodic"
         self.pending_eval = (self.evaluator.evaluate.remote(weights, frames, best, kind), weights, frames)
+        self.eval_probe = Probe(self.evaluator)
 
     def collect_eval(self) -> dict | None:
         """Hand a finished evaluation to the holder; None if the evaluator failed (it is then replaced)."""
@@ -245,6 +296,7 @@ class Driver:
                 failure = self.reap()
                 if failure:
                     return failure
+                self.hung()
                 st = self.ray.get(self.holder.status.remote(), timeout=SYNC_TIMEOUT)
                 self.frames = st["frames"]
                 console.show(self.frames, st["last_eval"])
@@ -291,6 +343,8 @@ class Driver:
                 _say(self.run_dir, f"{self.names[nid]} did not stop within {POOL_STOP_SECONDS} s; it is killed, and "
                                    "what it learnt since its last exchange is lost")
             ray.kill(actor)
+        self.pools.clear()
+        self.probes.clear()
         if self.holder_gone:
             print(f"train.py: {reason}", file=sys.stderr)
             return status
@@ -305,11 +359,13 @@ class Driver:
                                    "the last weights")
                 self.ask_eval(st["best"], final=True)
                 deadline = time.time() + self.cfg.final_eval_seconds
-                while note.signum is None and time.time() < deadline and \
+                while note.signum is None and time.time() < deadline and self.pending_eval is not None and \
                         not ray.wait([self.pending_eval[0]], timeout=0.25)[0]:
-                    pass
+                    self.hung()  # a hung evaluator is killed: the run ends unscored
                 final = None
-                if note.signum is None and time.time() < deadline:
+                if self.pending_eval is None:
+                    _say(self.run_dir, "the final evaluation was lost; the run ends unscored (--resume plays it)")
+                elif note.signum is None and time.time() < deadline:
                     final = self.collect_eval()
                 elif note.signum is not None:  # so that --resume plays the final games
                     self.pending_eval = None

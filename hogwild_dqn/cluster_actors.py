@@ -266,11 +266,28 @@ class Bridge:
         return reply["stop"]
 
 
-class NodePool:
+class Progress:
+    """An actor's mark of progress, which the driver reads through `progress()` while the actor works: the driver
+    starts the actor with a second thread (max_concurrency 2), so a busy actor answers and a frozen one does not."""
+
+    def __init__(self):
+        self.last = time.monotonic()
+
+    def beat(self) -> bool:
+        self.last = time.monotonic()
+        return True
+
+    def progress(self) -> float:
+        """Seconds since the actor last marked progress."""
+        return time.monotonic() - self.last
+
+
+class NodePool(Progress):
     """One machine: its Hogwild pool of worker processes and the bridge to the holder (this actor's process)."""
 
     def __init__(self, cfg: Config, spec: EnvSpec, node: str, threads: int, holder, prior: dict):
         """`prior`: what the run reached before this session (rundir.no_prior's keys; frames and lr_start)."""
+        super().__init__()
         self.cfg, self.spec, self.node, self.threads, self.holder = cfg, spec, node, threads, holder
         self.prior = prior
 
@@ -278,6 +295,7 @@ class NodePool:
         import ray
         import torch.multiprocessing as mp
 
+        self.beat()
         torch.set_num_threads(1)
         cfg = Config(**{**self.cfg.to_dict(), "target_update": NEVER})
         shared = new_shared_state(cfg, self.spec, self.threads, extra_frame_slots=1)
@@ -292,6 +310,7 @@ class NodePool:
         next_sync, next_ship = time.time() + cfg.sync_seconds, time.time() + LOG_SHIP_SECONDS
         try:
             while not procs.finished():
+                self.beat()
                 failure = procs.check()
                 if failure:  # typed, so that the driver stops the run on broken weights rather than retry
                     raise (NonFinite if procs.nonfinite else RuntimeError)(failure)
@@ -311,10 +330,11 @@ class NodePool:
         return {"node": self.node, "frames": bridge.reported}
 
 
-class Evaluator:
+class Evaluator(Progress):
     """Plays evaluation games from the global weights, on CUDA where the actor was given a GPU."""
 
     def __init__(self, cfg: Config, spec: EnvSpec):
+        super().__init__()
         torch.set_num_threads(1)
         self.cfg = cfg
         self.device, self.policy, self.envs = evaluation_player(cfg, spec)
@@ -323,16 +343,17 @@ class Evaluator:
         """Play the weights: "periodic" (--eval-episodes games; above `best`, the holder's best so far, also one
         game as a GIF, key "gif"), "final" (--final-eval-episodes games: the run's score) or "confirmation" (a
         periodic evaluation that reached --stop-return, confirmed or not over --final-eval-episodes games)."""
+        self.beat()
         if not np.isfinite(weights["params"]).all():
             raise NonFinite(f"non-finite global weights at global frame {frames}")
         net = self.policy.net
         _assign(list(net.parameters()), torch.from_numpy(np.array(weights["params"])).to(self.device))
         set_moments(running_norms(net), torch.from_numpy(np.array(weights["stats"])).to(self.device))
         episodes = self.cfg.eval_episodes if kind == "periodic" else self.cfg.final_eval_episodes
-        games = play_games(self.policy, self.envs, episodes)
+        games = play_games(self.policy, self.envs, episodes, self.beat)
         played = confirmation(games, self.cfg.stop_return) if kind == "confirmation" else \
             {"final": kind == "final", **games}
         result = {"frames": frames, "device": self.device.type, **played}
         if self.cfg.video_steps and kind == "periodic" and result["mean_return"] > best:
-            result["gif"] = best_episode_gif(self.policy, self.cfg, frames)
+            result["gif"] = best_episode_gif(self.policy, self.cfg, frames, self.beat)
         return result

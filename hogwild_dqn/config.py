@@ -183,7 +183,12 @@ class Config:
                           "Ray is not imported")
     sync_seconds: float = _f(1.0, "cluster: seconds between a machine's exchanges with the parameter holder")
     # faults
-    max_restarts: int = _f(3, "crashed or killed workers are restarted this many times in all; then the run stops")
+    max_restarts: int = _f(3, "crashed, killed or hung workers are restarted this many times in all; then the run "
+                              "stops")
+    hang_seconds: float = _f(120.0, "a child (worker or evaluator) that marks no progress for this long is hung: it "
+                                    "is killed and restarted as a dead one is. Every step of a game or an update, "
+                                    "an evaluation game's every 100 steps and a checkpoint write mark progress; "
+                                    "the longest gap measured was a start-up's (docs/usage.md, faults)")
     force: bool = _f(False, "start even when the workers' expected memory (memory.py) exceeds what the machine "
                             "has available; without it such a run is refused, saying how many workers fit")
     # console and logging
@@ -277,6 +282,7 @@ class Config:
         for name in ("noop_max", "grad_clip", "entropy_beta", "eps_anneal_frames", "video_steps", "learning_starts",
                      "policy_std_max", "policy_std_init"):
             positive(name, integer=False, zero=True)
+        positive("hang_seconds", integer=False)
 
     def _check_combinations(self) -> None:
         """Values that must fit together."""

@@ -43,6 +43,11 @@ def stopped_by(e: Stopped) -> tuple[int, str, str]:
     return status, "hung up" if signum == signal.SIGHUP else "terminated", name
 
 
+class Abandoned(BaseException):
+    """A second stop signal while the run stops and saves itself: it ends at once, without what it had not saved yet
+    (args: the signal, then what was not written, said by whoever caught it: train.py prints one line)."""
+
+
 class OutputClosed(Exception):
     """stderr (the progress line, or a line say() wrote) could not be written: its reader went away
     (`hogwild-train ... 2>&1 | head -1`)."""
@@ -113,15 +118,18 @@ class Console:
 
 
 @contextmanager
-def finishing():
+def finishing(signalled: bool = False):
     """While a run stops and writes its checkpoint and summary: Ctrl-C, SIGTERM and a hang-up (unless ignored:
     nohup) are noted (`.signum`), not raised, so what was trained is always saved; the caller cuts short what
-    waits (the final evaluation)."""
+    waits (the final evaluation). A second signal (the first, where `signalled`: the run is stopping because of
+    one) raises Abandoned: the user asked twice, and the run ends at once."""
     note = SimpleNamespace(signum=None)
 
     def noted(signum, frame):
         if signum == signal.SIGHUP:
             terminal_gone()
+        if signalled or note.signum is not None:
+            raise Abandoned(signum)
         note.signum = signum
 
     old = {sig: signal.signal(sig, noted) for sig in SIGNALLED if signal.getsignal(sig) != signal.SIG_IGN}

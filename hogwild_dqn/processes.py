@@ -21,11 +21,13 @@ from hogwild_dqn.files import WriteFailed, write_failed
 from hogwild_dqn.ppo_worker import run_ppo_worker
 from hogwild_dqn.replay_worker import run_replay_worker
 from hogwild_dqn.rundir import Run
-from hogwild_dqn.shared import STOP, WORKERS_DONE, SharedState
+from hogwild_dqn.shared import ACTIVITIES, EVALUATING, STOP, WORKERS_DONE, SharedState, mark_start, silence
 from hogwild_dqn.worker import run_worker
 
 JOIN_SECONDS = 8       # stopping workers may take this long before they are terminated (exit within 10 s)
-EVAL_RESTARTS = 3      # a crashed evaluator is restarted this many times; training goes on meanwhile
+TERM_SECONDS = 2       # a terminated child may take this long to exit before it is killed
+EVAL_RESTARTS = 3      # a crashed or hung evaluator is restarted this many times; training goes on meanwhile
+PAUSED_SECONDS = 2     # a gap this long between two of the runner's checks: the runner itself was paused
 
 
 def run_child(name: str, report, fn, *args) -> None:
@@ -127,6 +129,17 @@ class Child:
         return evals
 
 
+def end(proc, grace: float = TERM_SECONDS) -> None:
+    """Terminate a child, and kill it if it has not exited within `grace` seconds: SIGTERM does not reach a
+    stopped process (a frozen cgroup, job control), SIGKILL reaches any. Bounded: never waits for good."""
+    if proc.is_alive():
+        proc.terminate()
+        proc.join(timeout=grace)
+    if proc.is_alive():
+        proc.kill()
+        proc.join(timeout=TERM_SECONDS)
+
+
 class Processes:
     """The worker processes and the evaluator of one run (a machine of a cluster run has no evaluator)."""
 
@@ -138,11 +151,16 @@ class Processes:
         self.restarts, self.eval_restarts, self.nonfinite = 0, 0, False
         self.workers: list[Child] = []
         self.evaluator: Child | None = None
+        self.eval_slot = run.threads  # the evaluator's heartbeat, after the workers'
+        self.checked = self.resumed = time.monotonic()  # the runner's last check, and its last return from a pause
+        self.silences: dict[str, float] = {}  # each child's longest time without progress seen (summary.json)
 
     def _worker(self, rank: int, restart: int) -> Child:
+        mark_start(self.shared, rank)
         return Child(self.ctx, f"worker{rank}", worker_process, (rank, restart, self.run, self.shared))
 
     def _evaluator(self) -> Child:
+        mark_start(self.shared, self.eval_slot)
         return Child(self.ctx, "evaluator", evaluator_process, (self.run, self.shared, self.best(), list(self.evals)))
 
     def start(self) -> None:
@@ -159,32 +177,63 @@ class Processes:
             raise KeyboardInterrupt if note.signum == signal.SIGINT else Stopped(note.signum)
 
     def check(self) -> str | None:
-        """Collect evaluations; restart dead processes within their budgets; return why the run must stop."""
+        """Collect evaluations; restart dead or hung processes within their budgets; return why the run must stop."""
         self.drain()
+        self._note_pause()
         for rank, w in enumerate(self.workers):
-            if w.proc.exitcode in (None, 0):
+            what = self.ended(w, rank)
+            if what is None:
                 continue
-            why = self.why(w)
             if self.fatal(w):
-                return why
+                return what
             if self.restarts >= self.cfg.max_restarts:
-                return f"{w.name} died ({why}) and the {self.cfg.max_restarts} restarts allowed are used up"
+                return f"{w.name} {what} and the {self.cfg.max_restarts} restarts allowed are used up"
             self.restarts += 1
             w.conn.close()
             self.workers[rank] = self._worker(rank, self.restarts)
-            say(f"{w.name} died ({why}); restart {self.restarts} of {self.cfg.max_restarts}, on new random "
+            say(f"{w.name} {what}; restart {self.restarts} of {self.cfg.max_restarts}, on new random "
                 f"streams (seed {self.cfg.seed}, worker {rank}, restart {self.restarts})")
-        if self.evaluator is not None and self.evaluator.proc.exitcode not in (None, 0):
-            why = self.why(self.evaluator)
-            if self.fatal(self.evaluator):
-                return why
-            if self.eval_restarts >= EVAL_RESTARTS:
-                return f"evaluator died {self.eval_restarts + 1} times (last: {why})"
-            self.eval_restarts += 1
-            self.evaluator.conn.close()
-            self.evaluator = self._evaluator()
-            say(f"evaluator died ({why}); restarting it, training goes on")
+        if self.evaluator is None:
+            return None
+        playing = silence(self.shared, self.eval_slot)[1] == ACTIVITIES[EVALUATING]
+        what = self.ended(self.evaluator, self.eval_slot)
+        if what is None:
+            return None
+        if self.fatal(self.evaluator):
+            return what
+        if self.eval_restarts >= EVAL_RESTARTS:
+            return f"evaluator {what}, {self.eval_restarts + 1} times in all"
+        self.eval_restarts += 1
+        self.evaluator.conn.close()
+        lost = "; the evaluation it was playing is lost" if what.startswith("hung") and playing else ""
+        self.evaluator = self._evaluator()
+        say(f"evaluator {what}{lost}; restarting it, training goes on")
         return None
+
+    def ended(self, child: Child, slot: int) -> str | None:
+        """What ended a child that must be replaced: "died (why)" (a fatal death: why alone, fatal() says so), or
+        "hung (...)" once it has marked no progress for --hang-seconds (heartbeats, shared.py), and is then
+        killed; None while it lives and progresses, or after it finished."""
+        code = child.proc.exitcode
+        if code is not None:
+            return None if code == 0 else self.why(child) if code in (NONFINITE, WRITE_FAILED) \
+                else f"died ({self.why(child)})"
+        quiet, doing = silence(self.shared, slot)
+        quiet = min(quiet, time.monotonic() - self.resumed)
+        self.silences[child.name] = round(max(quiet, self.silences.get(child.name, 0.0)), 1)
+        if quiet <= self.cfg.hang_seconds:
+            return None
+        child.proc.kill()  # SIGKILL: the one signal a stopped or deadlocked process cannot miss
+        child.proc.join(timeout=TERM_SECONDS)
+        return f"hung (no progress for {quiet:.0f} s, --hang-seconds {self.cfg.hang_seconds:g}; it was {doing})"
+
+    def _note_pause(self) -> None:
+        """A runner that was itself paused (job control: the whole process group stopped and continued) finds every
+        child's mark old on its return: each child gets --hang-seconds afresh from then."""
+        now = time.monotonic()
+        if now - self.checked > PAUSED_SECONDS:
+            self.resumed = now
+        self.checked = now
 
     def fatal(self, child: Child) -> bool:
         """Whether a dead child met what a restart would meet again: NaN/Inf (then the run keeps its last good
@@ -229,11 +278,12 @@ class Processes:
         return text.strip().splitlines()[-1]
 
     def stop(self, wait_for_eval: bool, note=None) -> None:
-        """Ask every child to stop, wait a bounded time, then terminate what is left.
+        """Ask every child to stop, wait a bounded time, then terminate and at last kill what is left: whatever
+        state the children are in (frozen included), none is alive when this returns.
 
         Without `wait_for_eval` (a failure or a signal) the evaluator is stopped first, so that it can neither
         delay the exit nor play and save weights that may be broken. A signal noted meanwhile (`note`, see
-        console.finishing) cuts the final evaluation short.
+        console.finishing) cuts the final evaluation short; an evaluator that hangs during it is killed.
         """
         if not wait_for_eval and self.evaluator is not None:
             self.evaluator.proc.terminate()
@@ -242,24 +292,37 @@ class Processes:
         for w in self.workers:
             w.proc.join(timeout=max(0.0, deadline - time.time()))
         for w in self.workers:
-            if w.proc.is_alive():
-                w.proc.terminate()
-                w.proc.join(timeout=2)
+            end(w.proc)
         self.shared.set(WORKERS_DONE)  # the evaluator plays its last evaluation on the final weights
+        if self.evaluator is not None and not wait_for_eval:
+            end(self.evaluator.proc)
         deadline, cut = time.time() + self.cfg.final_eval_seconds, False
         while self.evaluator is not None and self.evaluator.proc.is_alive():
             self.drain()
+            self._note_pause()
             if time.time() > deadline:
                 say(f"the final evaluation took over --final-eval-seconds {self.cfg.final_eval_seconds}; "
                     "stopping it: the run ends unscored (--resume plays it)", stop=False)  # stopping already
-                self.evaluator.proc.terminate()
+                end(self.evaluator.proc)
             elif note is not None and note.signum is not None and not cut:
                 say(f"{SIGNALLED[note.signum][1]}: the final evaluation is cut short; the run is saved without it",
                     stop=False)
-                self.evaluator.proc.terminate()
+                end(self.evaluator.proc)
                 cut = True
+            elif hung := self.ended(self.evaluator, self.eval_slot):
+                say(f"evaluator {hung}: the final evaluation is lost; the run ends unscored (--resume plays it)",
+                    stop=False)
             self.evaluator.proc.join(timeout=0.25)
         self.drain()
+
+    def kill(self) -> None:
+        """SIGKILL every child still alive, at once (a second stop signal: the run ends without saving)."""
+        children = [*self.workers, *([self.evaluator] if self.evaluator else [])]
+        for child in children:
+            if child.proc.is_alive():
+                child.proc.kill()
+        for child in children:
+            child.proc.join(timeout=TERM_SECONDS)
 
 
 def watch(procs: Processes, writer) -> tuple[int, str]:

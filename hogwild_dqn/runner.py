@@ -14,10 +14,10 @@ import torch.multiprocessing as mp
 from hogwild_dqn import config, memory, metrics
 from hogwild_dqn.checkpoint import atomic_json, resume_point, snapshot
 from hogwild_dqn.config import Config, ConfigError, first_line
-from hogwild_dqn.console import finishing
+from hogwild_dqn.console import Abandoned, finishing
 from hogwild_dqn.envs import env_spec
 from hogwild_dqn.evaluation.scores import confirmed, ending, last_line, make_summary
-from hogwild_dqn.exits import FAILED
+from hogwild_dqn.exits import FAILED, STOPPED
 from hogwild_dqn.files import WriteFailed
 from hogwild_dqn.processes import Processes, stop_resource_tracker, watch
 from hogwild_dqn.replay_worker import never_warm
@@ -27,7 +27,8 @@ from hogwild_dqn.shared import all_finite, new_shared_state
 
 def run(cfg: Config, resume: str | None = None) -> int:
     """Train; return the process exit status (exits.py: finished or solved, a process failed, unscored: its final
-    evaluation was cut, stopped by a signal)."""
+    evaluation was cut, stopped by a signal). A second stop signal while the run saves itself kills its
+    processes and raises Abandoned, naming what was not written."""
     spec = env_spec(cfg)
     threads = cfg.resolved_threads()
     if unlearnable := never_warm(cfg, spec, threads):
@@ -45,37 +46,55 @@ def run(cfg: Config, resume: str | None = None) -> int:
     prior = restore(shared, run_dir, cfg) if resume is not None else no_prior()
     config.save(cfg, run_dir / "config.yaml")
 
-    run = Run(cfg, spec, run_dir, threads, prior)
-    procs = Processes(ctx, run, shared)
+    procs = Processes(ctx, Run(cfg, spec, run_dir, threads, prior), shared)
     writer = metrics.make_writer(run_dir, "runner")
-    status, reason = watch(procs, writer)  # starts the processes
-    with finishing() as note:  # a signal from here on cuts the final evaluation, never the saving
-        procs.stop(wait_for_eval=status == 0, note=note)
-        status, reason = ending(status, reason, procs.evals, note.signum)
-        trained, evals, best = shared.frames(), procs.evals, procs.best()
-        kept = confirmed(evals)  # the evaluator wrote the confirmed weights as checkpoint.pt: they are the run's
-        frames = kept["frames"] if kept else trained
-        broken = procs.nonfinite or not all_finite(shared.model.parameters())
-        if broken:  # keep the last good checkpoint rather than overwrite it with weights that met NaN/Inf
-            status, reason = FAILED, reason if procs.nonfinite else "non-finite shared parameters at the end of the run"
-            kept = "left as it was" if (run_dir / "checkpoint.pt").exists() else "not written"
-            print(f"{run_dir / 'checkpoint.pt'} {kept}: the run met NaN/Inf", file=sys.stderr)
-        summary = make_summary(run, reason, frames, evals, trained)
-        final = summary["final_eval"]
-        try:  # a full disk: one line, and the files as they were (atomic writes)
-            if not kept and not broken:
-                procs.write_checkpoint(snapshot(shared, frames, best, run))
-            atomic_json(summary, run_dir / "summary.json")
-        except WriteFailed as e:
-            if status == FAILED:  # what stopped the run comes first (a child's full disk, say)
-                print(f"train.py: error: {reason}", file=sys.stderr)
-            print(f"train.py: error: {e}", file=sys.stderr)
-            _close(writer)
-            stop_resource_tracker()
-            return FAILED
+    saved: list[str] = []
     try:
+        status, reason = watch(procs, writer)  # starts the processes
+        with finishing(signalled=status in STOPPED) as note:  # a signal cuts the final evaluation, never the saving
+            status = _finish(procs, writer, status, reason, note, saved)
+    except Abandoned as e:  # asked twice: no more waiting, for children or files
+        procs.kill()
+        _close(writer)
+        stop_resource_tracker()
+        raise Abandoned(e.args[0], _unsaved(run_dir, saved)) from None
+    stop_resource_tracker()
+    return status
+
+
+def _finish(procs: Processes, writer, status: int, reason: str, note, saved: list[str]) -> int:
+    """Stop the processes (bounded), write the final checkpoint and the summary (`saved` names each once written),
+    print the run's last line; return the exit status."""
+    run, shared = procs.run, procs.shared
+    run_dir = run.run_dir
+    procs.stop(wait_for_eval=status == 0, note=note)
+    status, reason = ending(status, reason, procs.evals, note.signum)
+    trained, evals, best = shared.frames(), procs.evals, procs.best()
+    kept = confirmed(evals)  # the evaluator wrote the confirmed weights as checkpoint.pt: they are the run's
+    frames = kept["frames"] if kept else trained
+    broken = procs.nonfinite or not all_finite(shared.model.parameters())
+    if broken:  # keep the last good checkpoint rather than overwrite it with weights that met NaN/Inf
+        status, reason = FAILED, reason if procs.nonfinite else "non-finite shared parameters at the end of the run"
+        kept = "left as it was" if (run_dir / "checkpoint.pt").exists() else "not written"
+        print(f"{run_dir / 'checkpoint.pt'} {kept}: the run met NaN/Inf", file=sys.stderr)
+    summary = make_summary(run, reason, frames, evals, trained, procs.silences)
+    try:  # a full disk: one line, and the files as they were (atomic writes)
+        if not kept and not broken:
+            procs.write_checkpoint(snapshot(shared, frames, best, run))
+        saved.append("the final checkpoint")
+        atomic_json(summary, run_dir / "summary.json")
+        saved.append("summary.json")
+    except WriteFailed as e:
+        if status == FAILED:  # what stopped the run comes first (a child's full disk, say)
+            print(f"train.py: error: {reason}", file=sys.stderr)
+        print(f"train.py: error: {e}", file=sys.stderr)
+        _close(writer)
+        return FAILED
+    try:
+        final = summary["final_eval"]
         writer.add_scalar(metrics.FPS, summary["frames_per_second"], frames)
-        metrics.write_hparams(writer, {"game": cfg.game, "algo": cfg.algo, "threads": threads, "seed": cfg.seed,
+        cfg = run.cfg
+        metrics.write_hparams(writer, {"game": cfg.game, "algo": cfg.algo, "threads": run.threads, "seed": cfg.seed,
                                        "lr": cfg.lr, "optimizer": cfg.optimizer, "frames": cfg.frames},
                               {"hparam/best_eval_return": best if evals else float("nan"),
                                "hparam/final_eval_return": final["mean_return"] if final else float("nan"),
@@ -85,9 +104,18 @@ def run(cfg: Config, resume: str | None = None) -> int:
         print(f"train.py: error: {e}", file=sys.stderr)
         _close(writer)
         status = status or FAILED
-    stop_resource_tracker()
-    print(last_line(reason, summary, prior, run_dir))
+    print(last_line(reason, summary, run.prior, run_dir))
     return status
+
+
+def _unsaved(run_dir: Path, saved: list[str]) -> str:
+    """What a run ended at once did not write, and what it keeps."""
+    missing = [x for x in ("the final checkpoint", "summary.json") if x not in saved]
+    if not missing:
+        return "its checkpoint and summary were written"
+    kept = ("its last checkpoint.pt stays: --resume continues from it" if (run_dir / "checkpoint.pt").exists()
+            else "it has no checkpoint")
+    return f"not written: {' and '.join(missing)}; {kept}"
 
 
 def _close(writer) -> None:

@@ -22,6 +22,10 @@ What is shared between processes (all in shared memory, handed to children at sp
 - `worker_eps`, `worker_seed`: the final epsilon each game of each worker drew, and each worker's current
   seed (its exploration state), written by the worker, read by checkpoints; a restarted or resumed worker
   keeps its games' epsilons.
+- `heartbeats`, `activity`: one slot per child (the workers, then the evaluator), written by that child alone
+  (`Heartbeat`) at every step of its work, and by the runner as it starts the child: the time of its last
+  progress (time.monotonic, one clock for every process of the machine) and what it was doing. The runner
+  kills a child whose mark is older than --hang-seconds: a frozen process answers no signal but SIGKILL.
 
 Nothing here takes a lock: multiprocessing's locks, events and queues deadlock every other process when a
 process is killed while holding one, and a killed worker must never hang the run.
@@ -36,6 +40,7 @@ exits.NONFINITE, which the runner treats as fatal (no restart, no checkpoint ove
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -122,6 +127,10 @@ class SharedAdam:
 
 
 STOP, WORKERS_DONE = 0, 1  # indices into SharedState.flags
+# what a child marks itself as doing (SharedState.activity), said when it is found hung
+ACTIVITIES = ("starting", "playing", "learning", "evaluating", "waiting for the next evaluation point",
+              "writing a checkpoint", "recording a video", "stopping")
+STARTING, PLAYING, LEARNING, EVALUATING, WAITING, WRITING, RECORDING, STOPPING = range(len(ACTIVITIES))
 
 
 @dataclass
@@ -138,6 +147,9 @@ class SharedState:
                                  # epsilon
     worker_seed: torch.Tensor    # [threads] int64, the seed each worker (re)started with
     worker_updates: torch.Tensor  # [threads] int64, the updates each worker pushed into the shared model
+    heartbeats: torch.Tensor     # [threads + 1] float64, time.monotonic() of each child's last progress (the
+                                 # workers', then the evaluator's)
+    activity: torch.Tensor       # [threads + 1] uint8, what each child was doing then (an index of ACTIVITIES)
 
     def frames(self) -> int:
         """Global frames, all workers together."""
@@ -148,6 +160,29 @@ class SharedState:
 
     def is_set(self, flag: int) -> bool:
         return bool(self.flags[flag])
+
+
+class Heartbeat:
+    """A child's mark of progress in its slot of the shared heartbeats: `beat(activity)` at every step of its
+    work. Two numpy stores, a fraction of a microsecond: cheap enough for every step of a game."""
+
+    def __init__(self, shared: SharedState, slot: int):
+        self.times, self.doing, self.slot = shared.heartbeats.numpy(), shared.activity.numpy(), slot
+
+    def __call__(self, activity: int) -> None:
+        self.times[self.slot] = time.monotonic()
+        self.doing[self.slot] = activity
+
+
+def silence(shared: SharedState, slot: int) -> tuple[float, str]:
+    """Seconds since the child in `slot` last marked progress, and what it was doing then."""
+    return time.monotonic() - float(shared.heartbeats[slot]), ACTIVITIES[int(shared.activity[slot])]
+
+
+def mark_start(shared: SharedState, slot: int) -> None:
+    """The runner's mark for a child it starts: its start-up counts against --hang-seconds as its work does."""
+    shared.heartbeats[slot] = time.monotonic()
+    shared.activity[slot] = STARTING
 
 
 def build_shared(model: nn.Module, target: nn.Module | None, cfg: Config, threads: int,
@@ -167,7 +202,8 @@ def build_shared(model: nn.Module, target: nn.Module | None, cfg: Config, thread
     return SharedState(model, target, opt, zeros(threads + extra_frame_slots, torch.int64), zeros(1, torch.int64),
                        zeros(2, torch.uint8),
                        torch.full((threads, cfg.envs_per_worker), math.nan, dtype=torch.float64).share_memory_(),
-                       zeros(threads, torch.int64), zeros(threads, torch.int64))
+                       zeros(threads, torch.int64), zeros(threads, torch.int64),
+                       zeros(threads + 1, torch.float64), zeros(threads + 1, torch.uint8))
 
 
 @torch.no_grad()

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from hogwild_dqn import __version__, exits
 from hogwild_dqn.config import ConfigError, load, start_line
+from hogwild_dqn.console import Abandoned
 from hogwild_dqn.files import WriteFailed
 
 
@@ -30,6 +31,11 @@ def main(argv: list[str] | None = None) -> int:
     except WriteFailed as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return exits.FAILED
+    except Abandoned as e:  # a second Ctrl-C (or SIGTERM) while the run saved itself: it ended at once
+        status, name = exits.SIGNALLED[e.args[0]]
+        unsaved = e.args[1] if len(e.args) > 1 else "what it had not written yet is lost"
+        print(f"{prog}: {name} again: stopped at once, its processes killed; {unsaved}", file=sys.stderr)
+        return status
     except KeyboardInterrupt:  # Ctrl-C before the runner takes signals over (during its imports): no child started
         print(f"{prog}: stopped (Ctrl-C) before the run's processes started", file=sys.stderr)
         return exits.SIGNALLED[signal.SIGINT][0]

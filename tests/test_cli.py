@@ -20,6 +20,10 @@ BAD = [
     (["--game", "PongNoFrameskip-v4"], "--game 'PongNoFrameskip-v4' is one of gymnasium's older ALE ids, whose frame "
                                        "skip and sticky actions are their own; give the game's name (Pong)"),
     (["--threads", "0"], "--threads must be a positive integer"),
+    (["--hang-seconds", "0"], "--hang-seconds must be a positive number, got 0.0"),
+    (["--hang-seconds", "-5"], "--hang-seconds must be a positive number, got -5.0"),
+    (["--hang-seconds", "nan"], "--hang-seconds must be a finite number, got nan"),
+    (["--hang-seconds", "inf"], "--hang-seconds must be a finite number, got inf"),
     (["--threads", "-2"], "--threads must be a positive integer"),
     (["--threads", "two"], "must be an integer, got 'two'"),
     (["--frames", "0"], "--frames must be a positive integer"),

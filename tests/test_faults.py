@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from tests import conftest
-from tests.conftest import read_summary, run_train, spawned_children, start_train, wait_gone
+from tests.conftest import alive, read_summary, run_train, spawned_children, start_train, wait_gone
 
 LONG = ["--game", "CartPole-v1", "--threads", 2, "--frames", 10**9, "--eval-every", 10**8]
 
@@ -470,3 +470,106 @@ def test_a_child_whose_traceback_outgrows_its_pipe_still_exits_and_says_why():
     assert kind == "error" and text.startswith("Traceback") and "ValueError: xxx" in text and len(text) < 10_000
     reason = text.strip().splitlines()[-1]  # the runner's one line on why the worker died (Processes.why)
     assert reason.startswith("ValueError: xxx") and " [...] " in reason and len(reason) < 2_100
+
+
+# A frozen child: SIGSTOP, the state of a process stuck in a system call or a frozen cgroup. It answers no signal but
+# SIGKILL, and marks no progress.
+HUNG = ["--game", "CartPole-v1", "--threads", 2, "--hang-seconds", 5]
+
+
+def _wait_line(proc: subprocess.Popen, lines: list, text: str, seconds: float) -> float:
+    """Read proc's stderr into `lines` until a line holds `text`; return when (time.time())."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        line = proc.stderr.readline()
+        lines.append(line)
+        if text in line:
+            return time.time()
+        if not line and proc.poll() is not None:
+            break
+    raise AssertionError(f"no line with {text!r} within {seconds} s: {''.join(lines)[-2000:]}")
+
+
+def test_a_frozen_worker_is_noticed_killed_and_replaced_and_the_run_finishes(tmp_path):
+    run = tmp_path / "run"
+    proc = start_train(run, *HUNG, "--frames", 60_000, "--eval-every", 30_000)
+    worker0 = spawned_children(proc.pid)[0]
+    worker0.suspend()
+    t0, lines = time.time(), []
+    noticed = _wait_line(proc, lines, "worker0 hung (no progress for ", 30)
+    out, err = proc.communicate(timeout=180)
+    err = "".join(lines) + err
+    assert proc.returncode == 0, err[-2000:]
+    assert 5 <= noticed - t0 < 10, noticed - t0  # --hang-seconds 5, and the runner checks every 0.25 s
+    assert ("--hang-seconds 5; it was playing); restart 1 of 3, on new random streams (seed 1, worker 0, restart 1)"
+            in err)
+    assert not alive(worker0)  # killed, not left stopped
+    s = read_summary(run)
+    assert s["frames"] >= 60_000 and s["final_eval"]["episodes"] == 30
+    assert 0 < s["longest_silence_seconds"]["worker1"] < 5 <= s["longest_silence_seconds"]["worker0"]
+
+
+def test_sigint_with_a_frozen_worker_ends_the_run_within_the_grace_with_nothing_left(tmp_path):
+    run = tmp_path / "run"
+    proc = start_train(run, *LONG)  # the default --hang-seconds: the stop itself must end the frozen worker
+    children = psutil.Process(proc.pid).children(recursive=True)  # the resource tracker too
+    spawned_children(proc.pid)[0].suspend()
+    time.sleep(1)
+    t0 = time.time()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    took = time.time() - t0
+    assert proc.returncode == 130 and took < 15, (took, err[-2000:])  # JOIN_SECONDS 8 + TERM_SECONDS 2, then SIGKILL
+    assert not wait_gone(children, 0), "a child left behind"
+    s = read_summary(run)
+    assert s["status"] == "interrupted (SIGINT)"
+    assert torch.load(run / "checkpoint.pt", weights_only=True)["frames"] == s["frames"] > 0
+
+
+def test_a_second_sigint_ends_the_run_at_once_saying_what_was_not_saved(tmp_path):
+    run = tmp_path / "run"
+    proc = start_train(run, *LONG)
+    children = psutil.Process(proc.pid).children(recursive=True)
+    spawned_children(proc.pid)[0].suspend()  # the first SIGINT then waits JOIN_SECONDS for it
+    time.sleep(1)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(1)
+    t0 = time.time()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and time.time() - t0 < 4, err[-2000:]
+    assert err.strip().splitlines()[-1] == ("train.py: SIGINT again: stopped at once, its processes killed; not "
+                                            "written: the final checkpoint and summary.json; it has no checkpoint")
+    assert not wait_gone(children, 0), "a child left behind"
+    assert not (run / "summary.json").exists() and not list(run.glob(".*.tmp"))
+    assert (run / "config.yaml").exists()  # what was written before stays
+
+
+def test_a_frozen_evaluator_is_replaced_and_does_not_stop_the_run_from_ending(tmp_path):
+    run = tmp_path / "run"
+    proc = start_train(run, *HUNG, "--frames", 40_000, "--eval-every", 10_000)
+    evaluator = spawned_children(proc.pid)[-1]
+    evaluator.suspend()
+    out, err = proc.communicate(timeout=180)
+    assert proc.returncode == 0, err[-2000:]
+    assert "evaluator hung (no progress for " in err and "; restarting it, training goes on" in err
+    assert not alive(evaluator)
+    s = read_summary(run)
+    assert s["final_eval"]["episodes"] == 30 and s["final_eval"]["frames"] == s["frames"]
+
+
+def test_an_evaluator_frozen_in_the_final_evaluation_leaves_the_run_saved_and_unscored(tmp_path):
+    run = tmp_path / "run"
+    proc = start_train(run, *HUNG, "--frames", 30_000, "--eval-every", 30_000, "--final-eval-episodes", 100_000)
+    *workers, evaluator = spawned_children(proc.pid)
+    assert not wait_gone(workers, 60)  # the workers done: the evaluator plays its final games
+    time.sleep(1)
+    evaluator.suspend()
+    t0 = time.time()
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 4 and time.time() - t0 < 15, err[-2000:]  # exits.UNSCORED
+    assert "evaluator hung (no progress for " in err and "the final evaluation is lost" in err
+    assert not alive(evaluator)
+    s = read_summary(run)
+    assert s["final_eval"] is None and s["frames"] >= 30_000
+    assert torch.load(run / "checkpoint.pt", weights_only=True)["frames"] == s["frames"]

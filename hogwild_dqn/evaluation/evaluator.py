@@ -15,7 +15,16 @@ from hogwild_dqn.evaluation.games import Orphaned, Recorder, best_episode_gif, e
 from hogwild_dqn.evaluation.scores import confirmation, eval_record, needs_confirmation, next_point, points_skipped
 from hogwild_dqn.faults import NonFinite, runner_alive
 from hogwild_dqn.rundir import Run
-from hogwild_dqn.shared import WORKERS_DONE, SharedState, all_finite
+from hogwild_dqn.shared import (
+    EVALUATING,
+    RECORDING,
+    WAITING,
+    WORKERS_DONE,
+    WRITING,
+    Heartbeat,
+    SharedState,
+    all_finite,
+)
 
 
 def _point(run: Run, result: dict, frames: int, device, history: list) -> dict:
@@ -41,9 +50,16 @@ def run_evaluator(run: Run, shared: SharedState, best: float, evals: list, repor
     # every evaluation so far goes into checkpoint.pt: a run killed outright writes no summary.json, and its
     # resume takes them from there (checkpoint.resume_point)
     history = [eval_record(e) for e in evals]
-    alive = runner_alive()  # an orphan stops by itself, between games and within one
+    orphan = runner_alive()  # an orphan stops by itself, between games and within one
+    beat = Heartbeat(shared, run.threads)  # the evaluator's slot, after the workers'
+
+    def alive(activity: int = EVALUATING):
+        """The games' check of the runner, which marks progress as it asks (every 100 steps)."""
+        beat(activity)
+        return orphan()
+
     try:
-        while alive():
+        while alive(WAITING):
             final = shared.is_set(WORKERS_DONE)
             frames = shared.frames()
             # at the run's last frames the final evaluation (below, once the workers are done) stands for the point
@@ -58,16 +74,19 @@ def run_evaluator(run: Run, shared: SharedState, best: float, evals: list, repor
             result = {"final": final, **play_games(policy, envs, games, alive)}
             point = _point(run, result, frames, device, history)
             new_best = cfg.video_steps and recorder.is_new_best(result)
+            beat(WRITING)
             recorder.record(result, frames, lambda best, state=state: {**state, "best_eval_return": best})
             report.send(("eval", point))
             if new_best:  # a game of its own, filmed once the evaluation is told
-                recorder.keep_gif(best_episode_gif(policy, cfg, frames, alive), frames)
+                recorder.keep_gif(best_episode_gif(policy, cfg, frames, lambda: alive(RECORDING)), frames)
             if needs_confirmation(result, cfg.stop_return):  # the same weights, over as many games as a final one
                 result = confirmation(play_games(policy, envs, cfg.final_eval_episodes, alive), cfg.stop_return)
                 point = _point(run, result, frames, device, history)
+                beat(WRITING)
                 recorder.record(result, frames, lambda best: {})
                 final = result["final"]  # held: these weights are the run's last, and their games its score
             if not final or result.get("confirmation"):  # else the runner writes the final checkpoint itself
+                beat(WRITING)
                 atomic_save({**state, "best_eval_return": recorder.best, "evals": history,
                              "wall_seconds": point["wall_seconds"]}, run.run_dir / "checkpoint.pt")
             if result.get("confirmation"):

@@ -134,10 +134,13 @@ def confirmed(evals: list[dict]) -> dict | None:
     return {k: last[k] for k in ("frames", "wall_seconds", "mean_return", "episodes")}
 
 
-def make_summary(run, reason: str, frames: int, evals: list, trained: int | None = None) -> dict:
+def make_summary(run, reason: str, frames: int, evals: list, trained: int | None = None,
+                 silences: dict | None = None) -> dict:
     """summary.json: totals over every session of the run (`evals`: every evaluation, earlier sessions' too).
     `frames`: those of the weights kept (checkpoint.pt); `trained`: the frames trained, where more (a run
-    stopped by a confirmation keeps the confirmed weights, and drops what was trained during their games)."""
+    stopped by a confirmation keeps the confirmed weights, and drops what was trained during their games).
+    `silences`: each child's longest time without a mark of progress this session, as the runner saw it (how
+    near the run came to --hang-seconds)."""
     prior, wall = run.prior, time.time() - run.session_start
     best = best_periodic(prior["best"], evals) if evals else -math.inf
     trained = frames if trained is None else trained
@@ -153,4 +156,5 @@ def make_summary(run, reason: str, frames: int, evals: list, trained: int | None
         "best_eval_return": best if math.isfinite(best) else None,  # None: no periodic evaluation yet
         "evaluator_device": next((e["device"] for e in reversed(evals) if "device" in e), prior["device"]),
         "evals": [eval_record(e) for e in evals],
+        **({"longest_silence_seconds": silences} if silences else {}),
     }
