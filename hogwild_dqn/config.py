@@ -20,7 +20,7 @@ from hogwild_dqn.precision import PRECISIONS, describe
 # The presets: a checkout's configs/ (where users read and copy them); an installed package carries a copy.
 _PACKAGED = files("hogwild_dqn") / "configs"
 CONFIG_DIR = Path(str(_PACKAGED)) if _PACKAGED.is_dir() else Path(__file__).resolve().parent.parent / "configs"
-OPTIMIZERS = ("rmsprop", "adam")
+OPTIMIZERS = ("rmsprop", "adam", "radam")
 INITS = ("torch", "orthogonal")
 # Atari torsos' convolutions (networks.AtariTorso), (filters, kernel, stride) each: the A3C paper's, and the DQN
 # Nature paper's that PPO's Atari runs use (baselines' nature_cnn, CleanRL, Sample Factory's convnet_atari).
@@ -88,7 +88,8 @@ class Config:
                                     "standardized by the running mean and variance of all workers' observations "
                                     "(kept in the model; not with a replay algorithm)")
     # optimisation (paper defaults: shared RMSProp, alpha 0.99, eps 0.1, lr 7e-4 annealed to 0)
-    optimizer: str = _f("rmsprop", "shared optimizer: rmsprop (one shared g, as in the paper) or adam")
+    optimizer: str = _f("rmsprop", "shared optimizer: rmsprop (one shared g, as in the paper), adam, or radam (Adam "
+                                   "whose step is rectified while its second moment rests on few updates: PQN's)")
     lr: float = _f(7e-4, "initial learning rate")
     lr_anneal: bool = _f(True, "anneal the learning rate linearly to 0 over --frames")
     rms_alpha: float = _f(0.99, "RMSProp decay of the shared squared-gradient average")
@@ -111,9 +112,10 @@ class Config:
     value_coef: float = _f(0.5, "A3C and PPO value-loss weight")
     gae_lambda: float = _f(1.0, "a3c and ppo: lambda of the generalized advantage estimates (1: the n-step "
                                 "advantage, the paper's A3C; 0.95: PPO's)")
-    # ppo (the rollout: --t-max steps of each of the worker's --envs-per-worker games)
-    ppo_epochs: int = _f(4, "ppo: passes over each rollout")
-    ppo_minibatches: int = _f(4, "ppo: minibatches per pass, each one gradient step into the shared model")
+    # rollouts with minibatches, ppo and pqn (a rollout: --t-max steps of each of the worker's --envs-per-worker games)
+    epochs: int = _f(4, "ppo and pqn: passes over each rollout")
+    minibatches: int = _f(4, "ppo and pqn: minibatches per pass, each one gradient step into the shared model")
+    # ppo
     ppo_clip: float = _f(0.1, "ppo: the probability ratio's clip range (1 - clip, 1 + clip); also the value's "
                               "with --value-clip")
     value_clip: bool = _f(True, "ppo: clip the value's change from the behaviour weights' (PPO2's value loss)")
@@ -127,6 +129,11 @@ class Config:
                                         "pixels where the CPU multiplies bf16 natively (AVX512_BF16 or AMX), "
                                         "else fp32")
     # value-based methods
+    q_lambda: float = _f(0.65, "pqn: lambda of the Q(lambda) targets (0: one-step Q-learning's; 1: the rollout's "
+                               "discounted returns, bootstrapped from max Q where it is cut)")
+    layer_norm: bool = _f(False, "Q methods: LayerNorm after each hidden layer of the network (over each "
+                                 "convolution's whole output, per-channel scale and shift; over the features of "
+                                 "each fully connected layer), which PQN needs without a target network")
     target_update: int = _f(40_000, "global frames between target-network copies")
     eps_start: float = _f(1.0, "initial exploration epsilon")
     eps_finals: list = _f([0.1, 0.01, 0.5], "final epsilons a worker draws from")
@@ -257,11 +264,13 @@ class Config:
         for name in ("lr", "rms_alpha", "rms_eps", "adam_eps", "gamma", "reward_scale", "sync_seconds",
                      "lstm_norm_eps"):
             positive(name, integer=False)
-        positive("ppo_epochs", integer=True)
-        positive("ppo_minibatches", integer=True)
+        positive("epochs", integer=True)
+        positive("minibatches", integer=True)
         positive("ppo_clip", integer=False)
-        if isinstance(self.gae_lambda, bool) or not 0 <= self.gae_lambda <= 1:
-            raise ConfigError(f"--gae-lambda must lie in [0, 1], got {self.gae_lambda!r}")
+        for name in ("gae_lambda", "q_lambda"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not 0 <= v <= 1:
+                raise ConfigError(f"--{_flag(name)} must lie in [0, 1], got {v!r}")
         if not 0 < self.gamma <= 1 or not 0 < self.rms_alpha < 1:
             raise ConfigError("--gamma must be in (0, 1] and --rms-alpha in (0, 1)")
         if isinstance(self.sticky_actions, bool) or not 0 <= self.sticky_actions < 1:
@@ -270,6 +279,9 @@ class Config:
                              ("eps_finals", self.eps_finals)):
             if not all(0 <= e <= 1 for e in values):
                 raise ConfigError(f"--{_flag(name)} must lie in [0, 1], got {getattr(self, name)!r}")
+        if any(e > self.eps_start for e in self.eps_finals):
+            raise ConfigError(f"--eps-finals {self.eps_finals} must not lie above --eps-start {self.eps_start}: "
+                              "epsilon anneals down to them")
         if isinstance(self.max_restarts, bool) or self.max_restarts < 0:
             raise ConfigError(f"--max-restarts must be an integer >= 0, got {self.max_restarts!r}")
         positive("seed", integer=True, zero=True)  # numpy's SeedSequence takes no negative seed
@@ -290,8 +302,8 @@ class Config:
             raise ConfigError(f"--batch-size {self.batch_size} is larger than --replay-size {self.replay_size}")
         if ALGORITHMS[self.algo].replay and self.envs_per_worker != 1:
             raise ConfigError(f"--algo {self.algo} plays one game per worker; --envs-per-worker must be 1")
-        if ALGORITHMS[self.algo].minibatches and self.ppo_minibatches > self.t_max * self.envs_per_worker:
-            raise ConfigError(f"--ppo-minibatches {self.ppo_minibatches} is more than a rollout's "
+        if ALGORITHMS[self.algo].minibatches and self.minibatches > self.t_max * self.envs_per_worker:
+            raise ConfigError(f"--minibatches {self.minibatches} is more than a rollout's "
                               f"{self.t_max * self.envs_per_worker} steps (--t-max x --envs-per-worker)")
         if self.policy_std_max and self.policy_std_init:
             raise ConfigError("--policy-std-max bounds the head's state-dependent deviation, --policy-std-init "
@@ -302,8 +314,11 @@ class Config:
             raise ConfigError("--obs-normalize (running statistics of each input) and --obs-standardize (each "
                               "frame by its own mean and deviation, the Atari presets') are two ways to scale the "
                               "input; --no-obs-normalize or --no-obs-standardize turns one off")
-        if self.value_normalize and not ALGORITHMS[self.algo].minibatches:
+        if self.value_normalize and not (ALGORITHMS[self.algo].minibatches and ALGORITHMS[self.algo].actor_critic):
             raise ConfigError(f"--value-normalize is PPO's (--algo ppo); --algo {self.algo} learns raw returns")
+        if self.layer_norm and ALGORITHMS[self.algo].actor_critic:
+            raise ConfigError(f"--layer-norm is for the Q-networks (q1, sarsa1, nq, pqn, dqn); --algo {self.algo} "
+                              "trains an actor-critic")
         if self.obs_normalize and self.cluster and ALGORITHMS[self.algo].target_network:
             raise ConfigError(f"--obs-normalize on a cluster is for a3c and ppo (--algo {self.algo}'s target network "
                               "would not get the statistics); --no-obs-normalize turns it off")
@@ -347,6 +362,9 @@ def _field_type(name: str) -> type:
     return FIELDS[name].metadata["type"]
 
 
+RENAMED = {"ppo_epochs": "epochs", "ppo_minibatches": "minibatches"}  # keys of older presets and run dirs
+
+
 def read_yaml(path: str | Path, _seen: tuple[Path, ...] = (), origins: dict[str, Path] | None = None) -> dict:
     """Read a preset file into a dict of known keys with the right types. A preset may start from another
     with `base: other.yaml` (a path relative to it) and give only what differs; `origins` gets the file each
@@ -363,6 +381,7 @@ def read_yaml(path: str | Path, _seen: tuple[Path, ...] = (), origins: dict[str,
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path} must hold a mapping of keys to values")
     base = data.pop("base", None)
+    data = {RENAMED.get(k, k): v for k, v in data.items()}  # a run dir of an older version resumes
     for key, value in data.items():
         if key not in FIELDS:
             raise ConfigError(f"config file {path}: unknown key {key!r}")
@@ -407,6 +426,7 @@ def _coerce(key: str, value, where: str):
 def saved_values(values: dict, where: str) -> dict:
     """The known settings of a config read back (a checkpoint's), each checked for its kind as a config file's
     are: a value edited to another kind is one ConfigError line naming `where`, not a traceback later."""
+    values = {RENAMED.get(k, k): v for k, v in values.items()}
     return {k: _coerce(k, v, f"{where} {k}") for k, v in values.items() if k in FIELDS}
 
 

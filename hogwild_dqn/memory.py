@@ -50,7 +50,7 @@ def worker_bytes(cfg, spec, net: int | None = None) -> int:
     if algo.minibatches:  # PPO: the rollout's observations, their prepared inputs, a minibatch of those
         prepared = math.prod(spec.obs_shape) * (2 if learner_bf16(cfg.learner_precision, spec.is_atari) else 4)
         rows = games * cfg.t_max
-        total += rows * (obs + prepared) + math.ceil(rows / cfg.ppo_minibatches) * prepared + MINIBATCH_PEAK
+        total += rows * (obs + prepared) + math.ceil(rows / cfg.minibatches) * prepared + MINIBATCH_PEAK
     if algo.replay:
         total += cfg.replay_size * ReplayMemory.bytes_per_transition(spec.obs_shape, spec.is_atari)
     return total

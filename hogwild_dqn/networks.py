@@ -26,13 +26,17 @@ class AtariTorso(nn.Module):
     """
 
     def __init__(self, obs_shape: tuple, hidden: int, standardize: bool = False, convolutions: str = "paper",
-                 norm: ObsNorm | None = None):
+                 norm: ObsNorm | None = None, layer_norm: bool = False):
+        """`layer_norm`: each convolution's output normalized over all its channels and pixels (GroupNorm with
+        one group: a per-channel scale and shift, and oneDNN's channels-last kernel), the fc's over its
+        features (LayerNorm), before their ReLUs: PQN's network."""
         super().__init__()
         self.standardize, self.norm = standardize, norm
         c, h, w = obs_shape
         layers, channels = [], c
         for filters, kernel, stride in CONVOLUTIONS[convolutions]:
-            layers += [nn.Conv2d(channels, filters, kernel, stride=stride), nn.ReLU()]
+            layers += [nn.Conv2d(channels, filters, kernel, stride=stride),
+                       *([nn.GroupNorm(1, filters)] if layer_norm else []), nn.ReLU()]
             channels = filters
         # the last ReLU is the fc's first step (`_fc`): the same modules, and parameter names, as before
         self.conv = nn.Sequential(*layers[:-1])
@@ -41,7 +45,8 @@ class AtariTorso(nn.Module):
         # channels-last convolutions: oneDNN's kernels for this layout are faster on a CPU, above all the
         # backward pass (docs/speed.md); the checkpoint format is unchanged
         self.conv.to(memory_format=torch.channels_last)
-        self.fc = nn.Sequential(nn.Flatten(), nn.Linear(n, hidden), nn.ReLU())
+        self.fc = nn.Sequential(nn.Flatten(), nn.Linear(n, hidden), *([nn.LayerNorm(hidden)] if layer_norm else []),
+                                nn.ReLU())
         stride, kernel = self.conv[0].stride[0], self.conv[0].kernel_size[0]
         self.blocks_fit = kernel % stride == 0 and h % stride == 0 and w % stride == 0  # inputs(blocks=True)
 
@@ -122,12 +127,14 @@ class MLPTorso(nn.Module):
     """Fully connected torso for vector observations (CartPole and friends); `norm` standardizes its input
     (one ObsNorm, shared by a network's torsos)."""
 
-    def __init__(self, obs_shape: tuple, hidden: int, layers: int, norm: ObsNorm | None = None):
+    def __init__(self, obs_shape: tuple, hidden: int, layers: int, norm: ObsNorm | None = None,
+                 layer_norm: bool = False):
+        """`layer_norm`: each hidden layer's features layer-normalized before its ReLU."""
         super().__init__()
         sizes = [obs_shape[0]] + [hidden] * layers
         mods = []
         for a, b in itertools.pairwise(sizes):
-            mods += [nn.Linear(a, b), nn.ReLU()]
+            mods += [nn.Linear(a, b), *([nn.LayerNorm(b)] if layer_norm else []), nn.ReLU()]
         self.body = nn.Sequential(*mods)
         self.norm = norm
 
@@ -146,8 +153,13 @@ class QNet(nn.Module):
         super().__init__()
         self.torso, self.q = torso, nn.Linear(hidden, n_actions)
 
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.q(self.torso(obs))
+    def inputs(self, obs: torch.Tensor, blocks: bool = False) -> torch.Tensor:
+        """The observations as the torso's first layer reads them (a learner passing over them several times)."""
+        return self.torso.inputs(obs, blocks)
+
+    def forward(self, obs: torch.Tensor, prepared: bool = False) -> torch.Tensor:
+        """Q-values of observations, or of `inputs(observations)` when `prepared`."""
+        return self.q(self.torso(obs, prepared))
 
 
 class GaussianHead(nn.Module):
@@ -282,8 +294,8 @@ def network_for(cfg, spec) -> nn.Module:
     norm = ObsNorm(obs_shape) if cfg.obs_normalize else None  # no parameters: the same initial weights
 
     def new_torso() -> nn.Module:
-        return (AtariTorso(obs_shape, hidden, cfg.obs_standardize, cfg.torso, norm) if pixels
-                else MLPTorso(obs_shape, hidden, cfg.mlp_layers, norm))
+        return (AtariTorso(obs_shape, hidden, cfg.obs_standardize, cfg.torso, norm, cfg.layer_norm) if pixels
+                else MLPTorso(obs_shape, hidden, cfg.mlp_layers, norm, cfg.layer_norm))
 
     def new_pi(inputs: int) -> nn.Module:
         return policy_head(inputs, spec, cfg.policy_std_max, cfg.policy_std_init)

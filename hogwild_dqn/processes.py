@@ -19,6 +19,7 @@ from hogwild_dqn.exits import FAILED, FINISHED, NONFINITE, SIGNALLED, WRITE_FAIL
 from hogwild_dqn.faults import NonFinite
 from hogwild_dqn.files import WriteFailed, write_failed
 from hogwild_dqn.ppo_worker import run_ppo_worker
+from hogwild_dqn.qlambda_worker import run_qlambda_worker
 from hogwild_dqn.replay_worker import run_replay_worker
 from hogwild_dqn.rundir import Run
 from hogwild_dqn.shared import ACTIVITIES, EVALUATING, STOP, WORKERS_DONE, SharedState, mark_start, silence
@@ -71,7 +72,7 @@ def _bounded(text: str, limit: int = 8_000) -> str:
 
 # The workers' loops, by the name an ALGORITHMS row gives (the table stays torch-free for config.py): imported
 # here, so the import graph shows which module each worker runs.
-LOOPS = {"on_policy": run_worker, "ppo": run_ppo_worker, "replay": run_replay_worker}
+LOOPS = {"on_policy": run_worker, "ppo": run_ppo_worker, "replay": run_replay_worker, "q_lambda": run_qlambda_worker}
 
 
 def worker_loop(algo: str):

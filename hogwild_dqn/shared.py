@@ -126,6 +126,31 @@ class SharedAdam:
         self.steps[0] = int(round(float(torch.as_tensor(state["steps"]).sum())))
 
 
+class SharedRAdam(SharedAdam):
+    """torch.optim.RAdam (Liu et al. 2020; no weight decay) on SharedAdam's shared moments and step count: while
+    the second moment rests on few updates (its variance's rectifier rho_t <= 5) the step is momentum alone,
+    then Adam's step scaled by the rectification r_t, which grows towards 1: a warm-up without a schedule."""
+
+    @torch.no_grad()
+    def step(self, grads: list[torch.Tensor], lr: float, rank: int = 0) -> None:
+        self.steps[rank] += 1
+        t = int(self.steps.sum())
+        beta2_t = self.beta2 ** t
+        rho_inf = 2 / (1 - self.beta2) - 1
+        rho_t = rho_inf - 2 * t * beta2_t / (1 - beta2_t)
+        torch._foreach_lerp_(self.exp_avg, grads, 1 - self.beta1)
+        torch._foreach_mul_(self.exp_avg_sq, self.beta2)
+        torch._foreach_addcmul_(self.exp_avg_sq, grads, grads, value=1 - self.beta2)
+        step_size = lr / (1 - self.beta1 ** t)
+        if rho_t <= 5:
+            torch._foreach_add_(self.params, self.exp_avg, alpha=-step_size)
+            return
+        rect = math.sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t))
+        denom = torch._foreach_sqrt(self.exp_avg_sq)
+        torch._foreach_add_(denom, self.eps)
+        torch._foreach_addcdiv_(self.params, self.exp_avg, denom, value=-step_size * rect * math.sqrt(1 - beta2_t))
+
+
 STOP, WORKERS_DONE = 0, 1  # indices into SharedState.flags
 # what a child marks itself as doing (SharedState.activity), said when it is found hung
 ACTIVITIES = ("starting", "playing", "learning", "evaluating", "waiting for the next evaluation point",
@@ -138,7 +163,7 @@ class SharedState:
     """Everything the processes share; built once in the parent before spawning (see the module doc)."""
     model: nn.Module
     target: nn.Module | None
-    optimizer: SharedRMSprop | SharedAdam
+    optimizer: SharedRMSprop | SharedAdam | SharedRAdam
     worker_frames: torch.Tensor  # [threads (+1)] int64, each worker's frame count (global frames = sum); on a
                                  # machine of a cluster run the extra last slot holds the other machines' frames
     target_epoch: torch.Tensor   # [1] int64, the target_update interval last copied into the target
@@ -194,8 +219,9 @@ def build_shared(model: nn.Module, target: nn.Module | None, cfg: Config, thread
         target.load_state_dict(model.state_dict())
         target.share_memory()
         target.requires_grad_(False)
-    if cfg.optimizer == "adam":
-        opt = SharedAdam(model.parameters(), tuple(cfg.adam_betas), cfg.adam_eps, threads)
+    if cfg.optimizer in ("adam", "radam"):
+        kind = SharedAdam if cfg.optimizer == "adam" else SharedRAdam
+        opt = kind(model.parameters(), tuple(cfg.adam_betas), cfg.adam_eps, threads)
     else:
         opt = SharedRMSprop(model.parameters(), cfg.rms_alpha, cfg.rms_eps)
     zeros = lambda n, dtype: torch.zeros(n, dtype=dtype).share_memory_()  # noqa: E731

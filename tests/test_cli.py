@@ -247,7 +247,7 @@ def test_dqn_takes_its_own_preset_on_ale_games():
 def test_ppo_takes_its_own_presets_and_checks_its_values():
     cfg, _, source = load(["--game", "Breakout", "--algo", "ppo"])
     assert source == CONFIG_DIR / "ppo_atari.yaml"
-    assert (cfg.t_max, cfg.envs_per_worker, cfg.ppo_epochs, cfg.ppo_minibatches, cfg.ppo_clip, cfg.gae_lambda,
+    assert (cfg.t_max, cfg.envs_per_worker, cfg.epochs, cfg.minibatches, cfg.ppo_clip, cfg.gae_lambda,
             cfg.optimizer, cfg.lr, cfg.grad_clip) == (128, 8, 4, 4, 0.1, 0.95, "adam", 2.5e-4, 0.5)
     assert cfg.fire_reset and cfg.clip_rewards  # the Atari preset's env, through `base:`
     assert cfg.obs_normalize and not cfg.obs_standardize  # each pixel by the running statistics, not each frame
@@ -256,7 +256,7 @@ def test_ppo_takes_its_own_presets_and_checks_its_values():
     assert load(["--game", "Pendulum-v1", "--algo", "ppo"])[2] == CONFIG_DIR / "pendulum.yaml"  # no ppo_ preset
     cfg, _, source = load(["--game", "Hopper-v5", "--algo", "ppo"])
     assert source == CONFIG_DIR / "ppo_mujoco.yaml"
-    assert (cfg.t_max, cfg.envs_per_worker, cfg.ppo_epochs, cfg.ppo_minibatches, cfg.ppo_clip, cfg.lr,
+    assert (cfg.t_max, cfg.envs_per_worker, cfg.epochs, cfg.minibatches, cfg.ppo_clip, cfg.lr,
             cfg.entropy_beta, cfg.reward_normalize, cfg.obs_normalize) == (1024, 1, 10, 16, 0.2, 3e-4, 0.0, True, True)
     assert load(["--game", "Pong", "--algo", "a3c"])[0].gae_lambda == 1.0  # A3C's n-step advantage, unless asked
 
@@ -274,9 +274,9 @@ def test_without_algo_a_game_trains_with_its_kinds_default(monkeypatch):
     assert load(["--game", "Pong", "--net", "lstm"])[2] == CONFIG_DIR / "atari_lstm.yaml"  # its own kind
     assert load(["--game", "Hopper-v5"])[2] == CONFIG_DIR / "ppo_mujoco.yaml"
     assert load(["--game", "Pendulum-v1"])[2] == CONFIG_DIR / "pendulum.yaml"  # its own preset, whatever the kind's
-    for bad, says in ((["--ppo-minibatches", "2000"], "more than a rollout's 1024 steps"),
+    for bad, says in ((["--minibatches", "2000"], "more than a rollout's 1024 steps"),
                       (["--gae-lambda", "1.5"], "--gae-lambda must lie in [0, 1]"),
-                      (["--ppo-epochs", "0"], "--ppo-epochs must be a positive integer"),
+                      (["--epochs", "0"], "--epochs must be a positive integer"),
                       (["--ppo-clip", "0"], "--ppo-clip must be a positive number")):
         with pytest.raises(ConfigError, match=re.escape(says)):
             load(["--game", "Breakout", "--algo", "ppo", *bad])

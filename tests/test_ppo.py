@@ -33,7 +33,7 @@ def test_a_rollout_bootstraps_a_truncated_game_from_its_last_state(tmp_path):
     from hogwild_dqn.shared import new_shared_state
 
     cfg = Config(game="CartPole-v1", algo="ppo", envs_per_worker=2, t_max=7, hidden=8, mlp_layers=1, frames=10**6,
-                 progress=False, video_steps=0, ppo_minibatches=2)
+                 progress=False, video_steps=0, minibatches=2)
     spec = env_spec(cfg)
     shared = new_shared_state(cfg, spec, 1)
     worker = ActorLearner(0, 0, Run(cfg, spec, tmp_path, 1), shared, cfg.envs_per_worker)
@@ -42,7 +42,7 @@ def test_a_rollout_bootstraps_a_truncated_game_from_its_last_state(tmp_path):
     ppo.local.load_state_dict(shared.model.state_dict())
     ppo.play()
     last = [env.env.seen for env in worker.envs]
-    assert ppo.truncated[:, 2].all() and ppo.truncated[:, 5].all() and not ppo.terminated.any()
+    assert ppo.rollout.truncated[:, 2].all() and ppo.rollout.truncated[:, 5].all() and not ppo.rollout.terminated.any()
     with torch.no_grad():
         for k in range(2):
             for t in (2, 5):
@@ -51,7 +51,7 @@ def test_a_rollout_bootstraps_a_truncated_game_from_its_last_state(tmp_path):
                 assert not torch.isclose(ppo.next_values[k, t], ppo.values[k, t + 1])  # not the next game's first
             for t in (0, 1, 3, 4):
                 assert ppo.next_values[k, t] == ppo.values[k, t + 1]
-            assert torch.isclose(ppo.next_values[k, 6], ppo.local(ppo.current[k][None])[1][0], atol=1e-6)
+            assert torch.isclose(ppo.next_values[k, 6], ppo.local(ppo.rollout.current[k][None])[1][0], atol=1e-6)
     frames = shared.frames()
     ppo.step()  # a whole rollout and its 4 epochs of 2 minibatches, each pushed into the shared model
     assert int(shared.worker_updates[0]) == 4 * 2 and shared.frames() == frames + 2 * 7
@@ -94,7 +94,7 @@ def test_value_normalize_takes_advantages_on_returns_and_targets_standardized(tm
     from hogwild_dqn.shared import new_shared_state
 
     cfg = Config(game="CartPole-v1", algo="ppo", envs_per_worker=2, t_max=9, hidden=8, mlp_layers=1, frames=10**6,
-                 progress=False, video_steps=0, ppo_minibatches=2, value_normalize=True, gae_lambda=0.9)
+                 progress=False, video_steps=0, minibatches=2, value_normalize=True, gae_lambda=0.9)
     spec = env_spec(cfg)
     shared = new_shared_state(cfg, spec, 1)
     norm = shared.model.value_norm
@@ -107,7 +107,8 @@ def test_value_normalize_takes_advantages_on_returns_and_targets_standardized(tm
     ppo.learn = lambda advantages, returns, version: seen.update(advantages=advantages, returns=returns)
     ppo.step()  # sync (the local statistics become the shared ones), play, advantages, targets
     values, next_values = ppo.values * 2 + 5, ppo.next_values * 2 + 5  # the head's outputs on the return scale
-    want = gae(ppo.rewards, values, next_values, ppo.terminated, ppo.truncated, cfg.gamma, cfg.gae_lambda)
+    ro = ppo.rollout
+    want = gae(ro.rewards, values, next_values, ro.terminated, ro.truncated, cfg.gamma, cfg.gae_lambda)
     torch.testing.assert_close(seen["advantages"], want)
     returns = (want + values).double()
     n = returns.numel()
@@ -131,7 +132,7 @@ def test_decoupled_ratio_is_taken_against_the_weights_synced_as_the_epochs_start
     from hogwild_dqn.shared import new_shared_state
 
     cfg = Config(game="Pong", algo="ppo", envs_per_worker=2, t_max=40, frames=10**6, progress=False, video_steps=0,
-                 ppo_minibatches=2, ppo_epochs=2, ppo_decoupled=True)
+                 minibatches=2, epochs=2, ppo_decoupled=True)
     spec = env_spec(cfg)
     shared = new_shared_state(cfg, spec, 1)
     worker = ActorLearner(0, 0, Run(cfg, spec, tmp_path, 1), shared, cfg.envs_per_worker)
@@ -143,7 +144,7 @@ def test_decoupled_ratio_is_taken_against_the_weights_synced_as_the_epochs_start
             p.add_(0.05 * torch.randn_like(p))
     ppo.prepare()
     with torch.no_grad():
-        want = log_prob_entropy(ppo.local(ppo.obs.flatten(0, 1))[0], ppo.actions.flatten(0, 1))[0]
+        want = log_prob_entropy(ppo.local(ppo.rollout.obs.flatten(0, 1))[0], ppo.rollout.actions.flatten(0, 1))[0]
     assert ppo.proximal.shape == (80,)  # 64 rows, then 16
     torch.testing.assert_close(ppo.proximal, want, atol=1e-4, rtol=1e-4)
     assert (ppo.proximal - ppo.log_probs.flatten()).abs().max() > 1e-2

@@ -21,7 +21,7 @@ class Algorithm:
     target_network: bool           # bootstraps from a shared target network copied every --target-update frames
     next_action: bool = False      # its target uses the action taken next, chosen before the update (SARSA)
     replay: bool = False           # learns from a replay memory
-    minibatches: bool = False      # optimizes each rollout in --ppo-minibatches minibatches, --ppo-epochs times
+    minibatches: bool = False      # optimizes each rollout in --minibatches minibatches, --epochs times
     networks: tuple = ("ff",)      # --net choices: ff (feed-forward), lstm (carries a recurrent state across steps)
     action_spaces: tuple = ("Discrete",)  # gymnasium action spaces it acts in; Box: a Gaussian policy head
     loop: str = "on_policy"        # its workers' loop, by name (processes.LOOPS): the on-policy segments
@@ -57,6 +57,10 @@ ALGORITHMS = {
                      "worker optimizes its own rollouts, every minibatch's gradient into the shared model",
                      actor_critic=True, target_network=False, minibatches=True, action_spaces=("Discrete", "Box"),
                      loop="ppo", presets="ppo"),
+    "pqn": Algorithm("hogwild_dqn.algorithms.pqn:pqn_loss", "asynchronous Q(lambda) with LayerNorm (PQN, "
+                     "Gallici et al. 2024): each worker optimizes its own rollouts' Q(lambda) targets, no replay, no "
+                     "target network", actor_critic=False, target_network=False, minibatches=True, loop="q_lambda",
+                     presets="pqn"),
 }
 
 

@@ -82,3 +82,28 @@ def gae(rewards: torch.Tensor, values: torch.Tensor, next_values: torch.Tensor, 
         last = delta[..., t] + (goes_on[..., t] * last if t < T - 1 else 0.0)
         out[..., t] = last
     return out
+
+
+def q_lambda_targets(rewards: torch.Tensor, next_values: torch.Tensor, terminated: torch.Tensor,
+                     truncated: torch.Tensor, gamma: float, lam: float) -> torch.Tensor:
+    """Q(lambda) targets (Peng and Williams 1996; PQN's), computed backwards over the last axis.
+
+    next_values[t] = max_a Q(s_{t+1}, a), the state step t led to (at a truncation: the cut trajectory's last
+    observation). G_t = r_t + gamma * [(1 - lam) * next_values[t] + lam * G_{t+1}], where the trajectory goes on;
+    after the last row and after a truncated step, G_t = r_t + gamma * next_values[t] (the bootstrap); after a
+    terminated step, G_t = r_t. lam = 0 gives one-step Q-learning's targets, lam = 1 the n-step returns of
+    n_step_returns bootstrapped from max Q at the cut.
+    """
+    T = rewards.shape[-1]
+    keep = gamma * (~terminated).to(rewards.dtype)
+    out = torch.empty_like(rewards)
+    ret = next_values[..., T - 1]
+    for t in range(T - 1, -1, -1):
+        bootstrap = next_values[..., t]
+        if t < T - 1:  # where the trajectory goes on, the next target enters with weight lam
+            ret = torch.where(truncated[..., t], bootstrap, bootstrap + lam * (ret - bootstrap))
+        else:
+            ret = bootstrap
+        ret = rewards[..., t] + keep[..., t] * ret
+        out[..., t] = ret
+    return out
