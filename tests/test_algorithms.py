@@ -8,8 +8,9 @@ import pytest
 import torch
 
 from hogwild_dqn.algorithms.a3c import a3c_loss
+from hogwild_dqn.algorithms.pqn import pqn_loss
 from hogwild_dqn.algorithms.q_learning import nq_loss, q1_loss, sarsa1_loss
-from hogwild_dqn.algorithms.returns import Segment, n_step_returns, one_step_targets
+from hogwild_dqn.algorithms.returns import Segment, n_step_returns, one_step_targets, q_lambda_targets
 from hogwild_dqn.distributions import log_prob_entropy
 from tests.conftest import ROOT
 
@@ -252,3 +253,59 @@ def test_ppo_loss_decoupled_by_hand():
     # 0.5 * [-0.25, 0.25]
     assert grad == pytest.approx([-0.375, 0.375, -0.125, 0.125])
     assert info["losses/clip_fraction"].item() == 0.0 and info["losses/approx_kl"].item() == pytest.approx(0.0)
+
+
+def _q_lambda_by_hand(r, v, term, trunc, gamma, lam):
+    """Q(lambda) targets written the long way: G_t = r_t + gamma * v_{t+1} where the trajectory is cut (the last
+    step, a truncation), r_t after a terminal, else r_t + gamma * ((1 - lam) * v_{t+1} + lam * G_{t+1})."""
+    T, out = len(r), [0.0] * len(r)
+    for t in reversed(range(T)):
+        if term[t]:
+            out[t] = r[t]
+        elif t == T - 1 or trunc[t]:
+            out[t] = r[t] + gamma * v[t]
+        else:
+            out[t] = r[t] + gamma * ((1 - lam) * v[t] + lam * out[t + 1])
+    return out
+
+
+def test_q_lambda_targets_follow_the_recursion_through_a_terminal_and_a_truncation():
+    """A rollout of 6 steps: a game terminates after step 1, a time limit cuts the next after step 3, the rollout
+    ends after step 5; next_values are max_a Q(s_{t+1}, a) (at the cut, of the cut game's last observation)."""
+    r = [1.0, 0.5, 0.0, 2.0, -1.0, 0.25]
+    v = [3.0, 9.0, 1.5, 4.0, 2.0, 6.0]  # v[1]: after a terminal, never used
+    term = [False, True, False, False, False, False]
+    trunc = [False, False, False, True, False, False]
+    gamma, lam = 0.9, 0.65
+    got = q_lambda_targets(torch.tensor(r), torch.tensor(v), torch.tensor(term), torch.tensor(trunc), gamma, lam)
+    want = _q_lambda_by_hand(r, v, term, trunc, gamma, lam)
+    assert got.tolist() == pytest.approx(want)
+    # the numbers themselves, for the steps next to each end
+    assert got[5].item() == pytest.approx(0.25 + 0.9 * 6.0)           # the rollout's end: the bootstrap
+    assert got[3].item() == pytest.approx(2.0 + 0.9 * 4.0)            # the time limit: its last state's max Q
+    assert got[1].item() == pytest.approx(0.5)                        # the terminal: its reward alone
+    g2 = 0.0 + 0.9 * (0.35 * 1.5 + 0.65 * got[3].item())
+    assert got[2].item() == pytest.approx(g2)
+    assert got[0].item() == pytest.approx(1.0 + 0.9 * (0.35 * 3.0 + 0.65 * 0.5))
+
+
+def test_q_lambda_at_zero_is_one_step_q_and_at_one_the_n_step_return():
+    gen = torch.Generator().manual_seed(3)
+    r, v = torch.randn(4, 9, generator=gen), torch.randn(4, 9, generator=gen)
+    term, trunc = torch.rand(4, 9, generator=gen) < 0.2, torch.rand(4, 9, generator=gen) < 0.2
+    term &= ~trunc
+    torch.testing.assert_close(q_lambda_targets(r, v, term, trunc, 0.99, 0.0), one_step_targets(r, term, v, 0.99))
+    torch.testing.assert_close(q_lambda_targets(r, v, term, trunc, 0.99, 1.0), n_step_returns(r, term, trunc, v, 0.99))
+    for row in range(4):  # games side by side: each row on its own
+        want = _q_lambda_by_hand(r[row].tolist(), v[row].tolist(), term[row].tolist(), trunc[row].tolist(), 0.99, 0.5)
+        assert q_lambda_targets(r, v, term, trunc, 0.99, 0.5)[row].tolist() == pytest.approx(want, abs=1e-5)
+
+
+def test_pqn_loss_by_hand():
+    q = torch.tensor([[1.0, 2.0, 0.5], [0.0, -1.0, 3.0]], requires_grad=True)
+    actions, targets = torch.tensor([1, 2]), torch.tensor([3.0, 2.0])
+    loss, info = pqn_loss(q, actions, targets)
+    assert loss.item() == pytest.approx(0.5 * ((3.0 - 2.0) ** 2 + (2.0 - 3.0) ** 2) / 2)
+    loss.backward()
+    assert q.grad.tolist() == [[0.0, -0.5, 0.0], [0.0, 0.0, 0.5]]  # only the actions taken move
+    assert info["losses/q_mean"].item() == pytest.approx(2.5)

@@ -1,7 +1,8 @@
 """Each algorithm learns CartPole-v1 with 2 real worker processes, a fixed seed and a frame budget.
 
 Threshold: an evaluation mean (10 episodes, raw returns) of at least 195, within 100,000 frames for A3C,
-60,000 for PPO and 150,000 for the Q methods (online Q-learning without replay is noisier); a random policy
+60,000 for PPO, 150,000 for the paper's Q methods (online Q-learning without replay is noisier) and 300,000 for
+Q(lambda) (pqn: its preset's frames, with its epsilon annealed over the first fifth); a random policy
 scores about 22, the maximum is 500. Frames-to-threshold are printed (pytest -s shows them).
 """
 
@@ -13,7 +14,8 @@ from hogwild_dqn.checkpoint import load_checkpoint
 from tests.conftest import CARTPOLE_A3C_STOP, read_summary, run_train
 
 THRESHOLD = 195
-BUDGETS = {"a3c": 100_000, "nq": 150_000, "q1": 150_000, "sarsa1": 150_000, "dqn": 80_000, "ppo": 60_000}
+BUDGETS = {"a3c": 100_000, "nq": 150_000, "q1": 150_000, "sarsa1": 150_000, "dqn": 80_000, "ppo": 60_000,
+           "pqn": 300_000}
 
 
 def _first_reaching(algo: str, run, threshold: float) -> int | None:
@@ -32,6 +34,18 @@ def test_cartpole_learns(tmp_path, algo):
                      "--stop-return", THRESHOLD, "--run-dir", run, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert _first_reaching(algo, run, THRESHOLD), f"{algo} never reached {THRESHOLD}"
+
+
+@pytest.mark.parametrize("seed", [2, 3])
+def test_pqn_learns_cartpole_by_default_on_other_seeds(tmp_path, seed):
+    """Its preset as it is (300k frames, over which the learning rate anneals), seeds 2 and 3 (seed 1:
+    test_cartpole_learns): a confirmed evaluation >= 195 over 30 games within its frames."""
+    run = tmp_path / f"pqn-s{seed}"
+    proc = run_train("--game", "CartPole-v1", "--algo", "pqn", "--threads", 2, "--seed", seed, "--stop-return",
+                     THRESHOLD, "--run-dir", run, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    s = read_summary(run)
+    assert s["confirmed"] and s["final_eval"]["mean_return"] >= THRESHOLD and s["frames"] <= BUDGETS["pqn"], s["evals"]
 
 
 def test_ppo_learns_cartpole_with_its_value_targets_standardized(tmp_path):

@@ -11,6 +11,7 @@ from hogwild_dqn.networks import network_for
 from hogwild_dqn.processes import run_child
 from hogwild_dqn.shared import (
     SharedAdam,
+    SharedRAdam,
     SharedRMSprop,
     add_frames,
     build_shared,
@@ -62,6 +63,24 @@ def test_shared_adam_equals_torch_adam_step_for_step(eps):
     for step in range(200):
         grads = [torch.randn(p.shape, generator=gen, dtype=torch.float64) * 1e-5 * (1 + step % 7) for p in a]
         mine.step(grads, lr=1e-3)
+        for p, g in zip(b, grads, strict=True):
+            p.grad = g.clone()
+        ref.step()
+        for p, q in zip(a, b, strict=True):
+            torch.testing.assert_close(p.detach(), q.detach(), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("eps", [1e-8, 1e-5])
+def test_shared_radam_equals_torch_radam_step_for_step(eps):
+    """The rectified steps (from the sixth on) and the momentum-only ones before them, as torch's RAdam takes."""
+    gen = torch.Generator().manual_seed(0)
+    a = [nn.Parameter(torch.randn(5, 3, generator=gen, dtype=torch.float64)),
+         nn.Parameter(torch.randn(3, generator=gen, dtype=torch.float64))]
+    b = [nn.Parameter(p.detach().clone()) for p in a]
+    mine, ref = SharedRAdam(a, (0.9, 0.999), eps, workers=2), torch.optim.RAdam(b, lr=1e-3, betas=(0.9, 0.999), eps=eps)
+    for step in range(50):
+        grads = [torch.randn(p.shape, generator=gen, dtype=torch.float64) * 1e-3 * (1 + step % 7) for p in a]
+        mine.step(grads, lr=1e-3, rank=step % 2)  # two workers' pushes: their counts add up to torch's step
         for p, g in zip(b, grads, strict=True):
             p.grad = g.clone()
         ref.step()
