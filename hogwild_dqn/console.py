@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import signal
 import sys
+import threading
 from contextlib import contextmanager
 from types import SimpleNamespace
 
@@ -132,7 +133,9 @@ def finishing(signalled: bool = False):
             raise Abandoned(signum)
         note.signum = signum
 
-    old = {sig: signal.signal(sig, noted) for sig in SIGNALLED if signal.getsignal(sig) != signal.SIG_IGN}
+    # only a process's main thread takes signals (a cluster machine's pool runs in a Ray actor's thread: none reach it)
+    main = threading.current_thread() is threading.main_thread()
+    old = {sig: signal.signal(sig, noted) for sig in SIGNALLED if main and signal.getsignal(sig) != signal.SIG_IGN}
     try:
         yield note
     finally:

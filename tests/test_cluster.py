@@ -127,6 +127,49 @@ def test_a_lost_machine_does_not_stop_the_run_and_rejoins(cluster, tmp_path):
     assert sum(1 for f in s["cluster"]["frames_per_node"].values() if f > 0) == 3  # the returned one trained too
 
 
+def _actor_processes(name: str) -> list[psutil.Process]:
+    """The processes of Ray actors of class `name` (Ray titles an actor's process ray::<Class>...)."""
+    found = []
+    for p in psutil.process_iter(["cmdline"]):
+        if any(part.startswith(f"ray::{name}") for part in (p.info["cmdline"] or [])):
+            found.append(p)
+    return found
+
+
+def test_a_frozen_pool_and_a_frozen_evaluator_are_noticed_killed_and_the_run_ends(cluster, tmp_path):
+    """One machine's pool actor frozen (SIGSTOP: it answers no call): the driver notices within --hang-seconds,
+    kills it as a failed pool, and the run goes on. Then the evaluator actor frozen: its evaluation is lost, a new
+    evaluator plays the next ones, the final one included."""
+    run = tmp_path / "run"
+    proc = start([sys.executable, ROOT / "train.py", "--no-progress", *CARTPOLE, "--frames", 150000, "--cluster",
+                  cluster.address, "--run-dir", run, "--hang-seconds", 10])
+    try:
+        log = run / "cluster.log"
+        text = lambda: log.read_text() if log.is_file() else ""  # noqa: E731
+        _wait_for(lambda: len(list(run.glob("node*/events.out.tfevents.*"))) >= 2, 180, "both machines training")
+        pools = _actor_processes("NodePool")
+        assert len(pools) == 2, [p.info["cmdline"] for p in pools]
+        pools[0].suspend()
+        t0 = time.time()
+        _wait_for(lambda: " hung (no progress for " in text(), 60, "the frozen pool to be noticed")
+        noticed = time.time() - t0
+        evaluator = _actor_processes("Evaluator")
+        assert len(evaluator) == 1
+        evaluator[0].suspend()
+        _wait_for(lambda: "the evaluator hung (no progress for " in text(), 120, "the frozen evaluator to be noticed")
+        out, err = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err[-3000:]
+    # --hang-seconds 10 from its last answer, which came up to one probe (2 s) before the freeze
+    assert 10 - 2 - 0.5 <= noticed < 25, noticed
+    assert "--hang-seconds 10); it is killed, what it learnt since its last exchange is lost" in text()
+    assert "the evaluation it was playing is lost; starting another evaluator" in text()
+    s = read_summary(run)
+    assert s["frames"] >= 150000 and s["final_eval"]["episodes"] == 30
+
+
 def test_holder_lost_stops_cleanly_and_resume_continues(cluster, tmp_path):
     run = tmp_path / "run"
     proc = _start_cartpole(cluster, run, 200000)
