@@ -15,7 +15,6 @@ import yaml
 
 from hogwild_dqn.algorithms import ALGORITHMS, unable
 from hogwild_dqn.files import atomic_bytes
-from hogwild_dqn.precision import PRECISIONS, describe
 
 # The presets: a checkout's configs/ (where users read and copy them); an installed package carries a copy.
 _PACKAGED = files("hogwild_dqn") / "configs"
@@ -71,7 +70,7 @@ class Config:
                         "each game carries across steps (a3c only; the paper's A3C LSTM)")
     lstm_norm: bool = _f(False, "--net lstm: the torso's features layer-normalized (over the units, no "
                                 "parameters) before the cells, so that a constant growing in them cannot saturate "
-                                "the gates and cut the torso's gradient (docs/notebook.md, A3C-LSTM on Pong)")
+                                "the gates and cut the torso's gradient (docs/notebook/a3c-lstm.md)")
     lstm_norm_eps: float = _f(1e-5, "--lstm-norm: added to the features' variance before dividing; a larger one "
                                     "stops amplifying features with a standard deviation below its square root, "
                                     "so that they cannot shrink into an ever larger effective step")
@@ -83,7 +82,7 @@ class Config:
                             "implementations': orthogonal, gain sqrt(2), the policy's output 0.01, the value's 1)")
     mlp_layers: int = _f(2, "hidden layers of the MLP torso used for vector observations")
     obs_standardize: bool = _f(False, "Atari: the network sees each observation at mean 0, std 1 rather than "
-                                      "pixels/255 (keeps conv1 alive under Adam; docs/notebook.md)")
+                                      "pixels/255 (keeps conv1 alive under Adam; docs/notebook/atari-preset.md)")
     obs_normalize: bool = _f(False, "the network sees observations (vectors, or Atari frames pixel by pixel) "
                                     "standardized by the running mean and variance of all workers' observations "
                                     "(kept in the model; not with a replay algorithm)")
@@ -119,15 +118,8 @@ class Config:
     ppo_clip: float = _f(0.1, "ppo: the probability ratio's clip range (1 - clip, 1 + clip); also the value's "
                               "with --value-clip")
     value_clip: bool = _f(True, "ppo: clip the value's change from the behaviour weights' (PPO2's value loss)")
-    ppo_decoupled: bool = _f(False, "ppo: take the clipped ratio against the weights a worker synced at the start "
-                                    "of its epochs, not the acting ones, each row weighted by their ratio to "
-                                    "the acting weights (Hilton et al. 2021's decoupled objective)")
     value_normalize: bool = _f(False, "ppo: the value head learns returns standardized by the running mean and "
                                       "deviation of all workers' returns (Sample Factory's normalize_returns)")
-    learner_precision: str = _f("fp32", "ppo: the updates' convolutions and matrix products in fp32 or bf16 "
-                                        "(autocast: float32 weights, gradients and Adam moments); auto: bf16 on "
-                                        "pixels where the CPU multiplies bf16 natively (AVX512_BF16 or AMX), "
-                                        "else fp32")
     # value-based methods
     q_lambda: float = _f(0.65, "pqn: lambda of the Q(lambda) targets (0: one-step Q-learning's; 1: the rollout's "
                                "discounted returns, bootstrapped from max Q where it is cut)")
@@ -242,9 +234,6 @@ class Config:
             raise ConfigError(f"--torso {self.torso!r} is unknown; choose one of {', '.join(CONVOLUTIONS)}")
         if self.init not in INITS:
             raise ConfigError(f"--init {self.init!r} is unknown; choose one of {', '.join(INITS)}")
-        if self.learner_precision not in PRECISIONS:
-            raise ConfigError(f"--learner-precision {self.learner_precision!r} is unknown; choose one of "
-                              f"{', '.join(PRECISIONS)}")
         if self.cluster and self.cluster != "auto" and not re.fullmatch(r"[\w.\-]+:\d{1,5}|\[[0-9a-fA-F:]+\]:\d{1,5}",
                                                                       self.cluster):
             raise ConfigError(f"--cluster must be auto or the Ray head's host:port, got {self.cluster!r}")
@@ -302,7 +291,7 @@ class Config:
             raise ConfigError(f"--batch-size {self.batch_size} is larger than --replay-size {self.replay_size}")
         if ALGORITHMS[self.algo].replay and self.envs_per_worker != 1:
             raise ConfigError(f"--algo {self.algo} plays one game per worker; --envs-per-worker must be 1")
-        if ALGORITHMS[self.algo].minibatches and self.minibatches > self.t_max * self.envs_per_worker:
+        if ALGORITHMS[self.algo].rollouts and self.minibatches > self.t_max * self.envs_per_worker:
             raise ConfigError(f"--minibatches {self.minibatches} is more than a rollout's "
                               f"{self.t_max * self.envs_per_worker} steps (--t-max x --envs-per-worker)")
         if self.policy_std_max and self.policy_std_init:
@@ -314,7 +303,7 @@ class Config:
             raise ConfigError("--obs-normalize (running statistics of each input) and --obs-standardize (each "
                               "frame by its own mean and deviation, the Atari presets') are two ways to scale the "
                               "input; --no-obs-normalize or --no-obs-standardize turns one off")
-        if self.value_normalize and not (ALGORITHMS[self.algo].minibatches and ALGORITHMS[self.algo].actor_critic):
+        if self.value_normalize and not ALGORITHMS[self.algo].normalized_returns:
             raise ConfigError(f"--value-normalize is PPO's (--algo ppo); --algo {self.algo} learns raw returns")
         if self.layer_norm and ALGORITHMS[self.algo].actor_critic:
             raise ConfigError(f"--layer-norm is for the Q-networks (q1, sarsa1, nq, pqn, dqn); --algo {self.algo} "
@@ -340,10 +329,6 @@ class Config:
     def resolved_threads(self) -> int:
         return self.threads or (os.cpu_count() or 1)
 
-    def update_precision(self) -> str:
-        """PPO's updates' arithmetic on this machine: bf16 (amx_bf16), fp32, ... (precision.py)."""
-        return describe(self.learner_precision, game_kind(self.game, self.net).startswith("atari"))
-
     def variant(self) -> str:
         return variant(self.algo, self.net, self.obs_normalize, self.value_normalize)
 
@@ -363,6 +348,8 @@ def _field_type(name: str) -> type:
 
 
 RENAMED = {"ppo_epochs": "epochs", "ppo_minibatches": "minibatches"}  # keys of older presets and run dirs
+# settings of older versions that are gone, with the value that behaves as today (a run dir that set another says so)
+REMOVED = {"learner_precision": "fp32", "ppo_decoupled": False}
 
 
 def read_yaml(path: str | Path, _seen: tuple[Path, ...] = (), origins: dict[str, Path] | None = None) -> dict:
@@ -381,7 +368,7 @@ def read_yaml(path: str | Path, _seen: tuple[Path, ...] = (), origins: dict[str,
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path} must hold a mapping of keys to values")
     base = data.pop("base", None)
-    data = {RENAMED.get(k, k): v for k, v in data.items()}  # a run dir of an older version resumes
+    data = _current(data, f"config file {path}")  # a run dir of an older version resumes
     for key, value in data.items():
         if key not in FIELDS:
             raise ConfigError(f"config file {path}: unknown key {key!r}")
@@ -398,6 +385,16 @@ def read_yaml(path: str | Path, _seen: tuple[Path, ...] = (), origins: dict[str,
     if origins is not None:
         origins.update(dict.fromkeys(data, path))  # after the base's: this file's values are the ones taken
     return below | data
+
+
+def _current(values: dict, where: str) -> dict:
+    """Settings of an older version as today's: renamed keys under their names; removed ones dropped where they held
+    what today does, else one line saying so."""
+    for key, same in REMOVED.items():
+        if key in values and values.pop(key) != same:
+            raise ConfigError(f"{where}: {key!r} is no longer a setting (the trainer runs as with {same!r}); "
+                              "remove it to go on")
+    return {RENAMED.get(k, k): v for k, v in values.items()}
 
 
 def _coerce(key: str, value, where: str):
@@ -426,7 +423,7 @@ def _coerce(key: str, value, where: str):
 def saved_values(values: dict, where: str) -> dict:
     """The known settings of a config read back (a checkpoint's), each checked for its kind as a config file's
     are: a value edited to another kind is one ConfigError line naming `where`, not a traceback later."""
-    values = {RENAMED.get(k, k): v for k, v in values.items()}
+    values = _current(values, where)
     return {k: _coerce(k, v, f"{where} {k}") for k, v in values.items() if k in FIELDS}
 
 
@@ -481,25 +478,62 @@ class Parser(argparse.ArgumentParser):
         raise ConfigError(message)  # one line and exit 2, without argparse's usage dump
 
 
+# --help's groups, in order: every field of Config in one (tests/test_cli.py checks it)
+GROUPS = {
+    "run": ("game", "algo", "threads", "frames", "seed", "logdir", "run_dir", "force", "progress", "log_every"),
+    "environment and protocol": ("frame_skip", "frame_stack", "screen_size", "noop_max", "sticky_actions",
+                                 "fire_reset", "max_episode_frames", "clip_rewards", "reward_scale",
+                                 "reward_normalize", "life_loss_terminal"),
+    "network": ("net", "hidden", "torso", "mlp_layers", "init", "layer_norm", "lstm_norm", "lstm_norm_eps",
+                "obs_standardize", "obs_normalize"),
+    "optimizer": ("optimizer", "lr", "lr_anneal", "rms_alpha", "rms_eps", "adam_betas", "adam_eps", "grad_clip"),
+    "the paper's methods and A3C (q1, sarsa1, nq, a3c)": ("gamma", "t_max", "envs_per_worker", "entropy_beta",
+                                                          "value_coef", "gae_lambda", "policy_std_max",
+                                                          "policy_std_init"),
+    "rollouts with minibatches (ppo, pqn)": ("epochs", "minibatches", "ppo_clip", "value_clip", "value_normalize",
+                                             "q_lambda"),
+    "value-based methods (q1, sarsa1, nq, dqn, pqn)": ("target_update", "eps_start", "eps_finals", "eps_probs",
+                                                       "eps_anneal_frames"),
+    "replay (dqn)": ("replay_size", "learning_starts", "batch_size", "train_every", "double", "n_step", "replay",
+                     "target"),
+    "evaluation": ("eval_every", "eval_episodes", "eval_envs", "eval_epsilon", "final_eval_episodes",
+                   "final_eval_seconds", "deterministic_eval", "stop_return", "video_steps"),
+    "cluster": ("cluster", "sync_seconds"),
+    "faults": ("max_restarts", "hang_seconds"),
+}
+
+
+def choices() -> dict[str, tuple]:
+    """The named values a flag takes, shown in --help as {a,b,c} (validate() says which, for a preset's too)."""
+    return {"algo": tuple(ALGORITHMS), "net": NETS, "torso": tuple(CONVOLUTIONS), "init": INITS,
+            "optimizer": OPTIMIZERS}
+
+
 def build_parser(prog: str = "train.py", version: str | None = None) -> argparse.ArgumentParser:
+    """The command line: every Config field a flag, in GROUPS, after the run's own few."""
     p = Parser(prog=prog, description="Hogwild asynchronous deep RL (Mnih et al. 2016).",
-                                argument_default=argparse.SUPPRESS)
-    p.add_argument("--config", help="YAML preset (default: configs/ppo_atari.yaml for ALE games (atari.yaml with "
-                                    "--algo a3c and the other algorithms, atari_lstm.yaml with --net lstm, "
-                                    "dqn_atari.yaml with --algo dqn), configs/ppo_mujoco.yaml (mujoco.yaml with "
-                                    "--algo a3c) for MuJoCo tasks, configs/pendulum.yaml for Pendulum-v1, "
-                                    "configs/cartpole.yaml for other gymnasium ids)")
+               usage=f"%(prog)s [-h] [--config FILE | --resume DIR] [--game GAME] "
+                     f"[--algo {{{','.join(ALGORITHMS)}}}] [FLAG ...]",
+               argument_default=argparse.SUPPRESS)
+    p.add_argument("--config", help="YAML preset to start from (default: the one of --game's kind and --algo: "
+                                    "configs/<algo>_<kind>.yaml where the algorithm has its own, else "
+                                    "configs/<kind>.yaml; kinds: atari, atari_lstm, mujoco, pendulum, cartpole)")
     p.add_argument("--resume", metavar="DIR", help="continue the run in DIR from its checkpoint.pt")
     if version is not None:
         p.add_argument("--version", action="version", version=f"%(prog)s {version}")
-    for f in dataclasses.fields(Config):
-        t, doc = _field_type(f.name), f.metadata["doc"]
-        if t is bool:
-            p.add_argument(f"--{_flag(f.name)}", action=argparse.BooleanOptionalAction, help=doc)
-        elif t is list:
-            p.add_argument(f"--{_flag(f.name)}", nargs="+", type=float, help=doc)
-        else:
-            p.add_argument(f"--{_flag(f.name)}", type=_typed(t, optional=f.default is None), help=doc)
+    named = choices()
+    for title, names in GROUPS.items():
+        group = p.add_argument_group(title)
+        for name in names:
+            t, doc, flag = _field_type(name), FIELDS[name].metadata["doc"], f"--{_flag(name)}"
+            if t is bool:
+                group.add_argument(flag, action=argparse.BooleanOptionalAction, help=doc)
+            elif t is list:
+                group.add_argument(flag, nargs="+", type=float, help=doc)
+            else:
+                metavar = "{" + ",".join(named[name]) + "}" if name in named else None
+                group.add_argument(flag, type=_typed(t, optional=FIELDS[name].default is None), help=doc,
+                                   metavar=metavar)
     return p
 
 
@@ -584,9 +618,8 @@ def start_line(cfg: Config, source: Path) -> str:
     games = f"{cfg.envs_per_worker} game{'s' if cfg.envs_per_worker > 1 else ''}"
     threads = cfg.resolved_threads()
     workers = f"{threads} worker{'s' if threads > 1 else ''}"
-    updates = f", updates in {cfg.update_precision()}" if ALGORITHMS[cfg.algo].minibatches else ""
     return (f"{shown}: {cfg.variant()} on {cfg.game}, {workers} x {games}, "
-            f"{cfg.optimizer} lr {cfg.lr:g}{eps}{updates}, {cfg.frames:,} frames, seed {cfg.seed}")
+            f"{cfg.optimizer} lr {cfg.lr:g}{eps}, {cfg.frames:,} frames, seed {cfg.seed}")
 
 
 def save(cfg: Config, path: Path) -> None:

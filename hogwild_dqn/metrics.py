@@ -32,7 +32,7 @@ CONFIRM_MEAN = "eval/confirmation_mean_return"
 CONFIRM_STD = "eval/confirmation_std_return"
 EVAL_SECONDS = "perf/eval_seconds"
 BEST_EPISODE = "eval/best_episode"
-# the signs of the A3C-LSTM's collapse (docs/notebook.md, "A3C-LSTM on Pong"), logged by the on-policy workers
+# the signs of the A3C-LSTM's collapse (docs/notebook/a3c-lstm.md), logged by the on-policy workers
 TORSO_VARIATION = "charts/torso_variation_ratio"  # near 0: the torso's features no longer follow the screen
 TORSO_SIZE = "charts/torso_size"  # the ratio's denominator: does it fall because a constant grows?
 LSTM_CELL = "charts/lstm_cell_abs"  # the cells' mean |c|; tanh(c) saturates from about 3

@@ -38,7 +38,7 @@ class AtariTorso(nn.Module):
             layers += [nn.Conv2d(channels, filters, kernel, stride=stride),
                        *([nn.GroupNorm(1, filters)] if layer_norm else []), nn.ReLU()]
             channels = filters
-        # the last ReLU is the fc's first step (`_fc`): the same modules, and parameter names, as before
+        # the last ReLU is the fc's first step (`_fc`), in its layout; a checkpoint's parameter names are these
         self.conv = nn.Sequential(*layers[:-1])
         with torch.no_grad():
             n = self.conv(torch.zeros(1, c, h, w)).numel()
@@ -47,48 +47,37 @@ class AtariTorso(nn.Module):
         self.conv.to(memory_format=torch.channels_last)
         self.fc = nn.Sequential(nn.Flatten(), nn.Linear(n, hidden), *([nn.LayerNorm(hidden)] if layer_norm else []),
                                 nn.ReLU())
-        stride, kernel = self.conv[0].stride[0], self.conv[0].kernel_size[0]
-        self.blocks_fit = kernel % stride == 0 and h % stride == 0 and w % stride == 0  # inputs(blocks=True)
 
     def _fc(self, z: torch.Tensor) -> torch.Tensor:
         """The last convolution's output `z` (channels-last) -> features. Put in the fc's (C, H, W) order before
-        its ReLU, not after (Flatten's copy, as before): the ReLU's backward then meets one layout, where a mixed
-        one took torch's strided path, 5x slower (docs/speed.md)."""
+        its ReLU, not after (Flatten's copy): the ReLU's backward then meets one layout, where a mixed one took
+        torch's strided path, 5x slower (docs/speed.md)."""
         return self.fc(torch.relu(z.contiguous()))
 
-    def inputs(self, obs: torch.Tensor, blocks: bool = False) -> torch.Tensor:
-        """The frames as conv1 reads them (float32, channels-last): `forward(inputs(obs), prepared=True)` is
-        `forward(obs)`. A learner that passes over the same frames several times prepares them once.
-
-        With `blocks` (where conv1's kernel is a multiple of its stride, as in both torsos), each stride x stride
-        block of pixels becomes channels (space-to-depth), which conv1 reads as the same convolution with stride
-        1: the same sums in another order. In bfloat16 this runs 3x faster (oneDNN's kernels waste most of a
-        tile on 4 input channels); in float32 it is slower (docs/speed.md)."""
+    def inputs(self, obs: torch.Tensor) -> torch.Tensor:
+        """The frames as conv1 reads them (float32, channels-last): `from_inputs(inputs(obs))` is `forward(obs)`. A
+        learner that passes over the same frames several times computes them once."""
         x = obs.contiguous(memory_format=torch.channels_last)  # the layout change on bytes, not floats
         if self.norm is not None:  # --obs-normalize: each pixel by its running mean and deviation
-            x = self.norm(x)
-        elif not self.standardize:
-            x = x.float() * (1.0 / 255.0)
-        else:
-            x = x.float()
-            mean, a = self._frame_statistics(x)
-            x = (x - mean.view(-1, 1, 1, 1)) * a.view(-1, 1, 1, 1)
-        if not (blocks and self.blocks_fit):
-            return x
-        return _space_to_depth(x, self.conv[0].stride[0]).contiguous(memory_format=torch.channels_last)
+            return self.norm(x)
+        if not self.standardize:
+            return x.float() * (1.0 / 255.0)
+        x = x.float()
+        mean, a = self._frame_statistics(x)
+        return (x - mean.view(-1, 1, 1, 1)) * a.view(-1, 1, 1, 1)
 
-    def forward(self, obs: torch.Tensor, prepared: bool = False) -> torch.Tensor:
-        """Features of uint8 frames, or of `inputs(frames)` (with or without blocks) when `prepared`."""
-        conv1 = self.conv[0]
-        if prepared and obs.shape[1] != conv1.in_channels:  # inputs(frames, blocks=True)
-            stride = conv1.stride[0]
-            z = nn.functional.conv2d(obs, _blocked(conv1.weight, stride), conv1.bias)
-            return self._fc(self.conv[1:](z))
-        if prepared or not self.standardize or self.norm is not None:
-            return self._fc(self.conv(obs if prepared else self.inputs(obs)))
+    def from_inputs(self, x: torch.Tensor) -> torch.Tensor:
+        """Features of frames as `inputs` gives them."""
+        return self._fc(self.conv(x))
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """Features of uint8 frames."""
+        if not self.standardize or self.norm is not None:
+            return self.from_inputs(self.inputs(obs))
         # conv1(a * (x - m)) = a * conv1_w(x) - a * m * sum(w) + bias for each observation's scalars m (its mean)
         # and a: the standardization is applied to conv1's output, 4x smaller than the frames, rather than to
         # every pixel
+        conv1 = self.conv[0]
         x = obs.contiguous(memory_format=torch.channels_last).float()
         mean, a = self._frame_statistics(x)
         z = nn.functional.conv2d(x, conv1.weight, None, conv1.stride)
@@ -108,21 +97,6 @@ class AtariTorso(nn.Module):
         return mean, 1.0 / ((mean_sq - mean * mean).clamp_(min=0).sqrt_() + 2.55)
 
 
-def _space_to_depth(x: torch.Tensor, s: int) -> torch.Tensor:
-    """(rows, C, H, W) -> (rows, C * s * s, H / s, W / s): each s x s block of pixels as channels c * s * s +
-    dy * s + dx."""
-    rows, c, h, w = x.shape
-    return x.reshape(rows, c, h // s, s, w // s, s).permute(0, 1, 3, 5, 2, 4).reshape(rows, c * s * s, h // s, w // s)
-
-
-def _blocked(weight: torch.Tensor, s: int) -> torch.Tensor:
-    """A (out, C, k, k) kernel of stride s as the (out, C * s * s, k / s, k / s) kernel of stride 1 that reads
-    _space_to_depth(x, s) (the same channel order)."""
-    out, c, k, _ = weight.shape
-    return (weight.reshape(out, c, k // s, s, k // s, s).permute(0, 1, 3, 5, 2, 4)
-            .reshape(out, c * s * s, k // s, k // s))
-
-
 class MLPTorso(nn.Module):
     """Fully connected torso for vector observations (CartPole and friends); `norm` standardizes its input
     (one ObsNorm, shared by a network's torsos)."""
@@ -138,12 +112,15 @@ class MLPTorso(nn.Module):
         self.body = nn.Sequential(*mods)
         self.norm = norm
 
-    def inputs(self, obs: torch.Tensor, blocks: bool = False) -> torch.Tensor:
-        """The observations as the first layer reads them (float32); `blocks` is the Atari torso's."""
+    def inputs(self, obs: torch.Tensor) -> torch.Tensor:
+        """The observations as the first layer reads them (float32)."""
         return obs.float() if self.norm is None else self.norm(obs)
 
-    def forward(self, obs: torch.Tensor, prepared: bool = False) -> torch.Tensor:
-        return self.body(obs if prepared else self.inputs(obs))
+    def from_inputs(self, x: torch.Tensor) -> torch.Tensor:
+        return self.body(x)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.body(self.inputs(obs))
 
 
 class QNet(nn.Module):
@@ -153,13 +130,16 @@ class QNet(nn.Module):
         super().__init__()
         self.torso, self.q = torso, nn.Linear(hidden, n_actions)
 
-    def inputs(self, obs: torch.Tensor, blocks: bool = False) -> torch.Tensor:
+    def inputs(self, obs: torch.Tensor) -> torch.Tensor:
         """The observations as the torso's first layer reads them (a learner passing over them several times)."""
-        return self.torso.inputs(obs, blocks)
+        return self.torso.inputs(obs)
 
-    def forward(self, obs: torch.Tensor, prepared: bool = False) -> torch.Tensor:
-        """Q-values of observations, or of `inputs(observations)` when `prepared`."""
-        return self.q(self.torso(obs, prepared))
+    def from_inputs(self, x: torch.Tensor) -> torch.Tensor:
+        """Q-values of observations as `inputs` gives them."""
+        return self.q(self.torso.from_inputs(x))
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.q(self.torso(obs))
 
 
 class GaussianHead(nn.Module):
@@ -212,19 +192,22 @@ class ActorCritic(nn.Module):
         self.torso, self.value_torso = torso, value_torso
         self.pi, self.v = pi, nn.Linear(hidden, 1)
 
-    def inputs(self, obs: torch.Tensor, blocks: bool = False) -> torch.Tensor:
+    def inputs(self, obs: torch.Tensor) -> torch.Tensor:
         """The observations as the torsos' first layers read them (both torsos alike: one ObsNorm or none)."""
-        return self.torso.inputs(obs, blocks)
+        return self.torso.inputs(obs)
 
-    def forward(self, obs: torch.Tensor, prepared: bool = False,
-                bf16: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-        """(policy, value) of observations, or of `inputs(observations)` when `prepared`. With `bf16` the torsos'
-        convolutions and matrix products run in bfloat16 (autocast: the weights stay float32), the heads in
-        float32, so that the log-probabilities, the ratio and the value's error keep float32's precision."""
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-            x = self.torso(obs, prepared)
-            xv = x if self.value_torso is None else self.value_torso(obs, prepared)
-        return self.pi(x.float()), self.v(xv.float()).squeeze(-1)
+    def from_inputs(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(policy, value) of observations as `inputs` gives them."""
+        features = self.torso.from_inputs(x)
+        return self._heads(features, features if self.value_torso is None else self.value_torso.from_inputs(x))
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(policy, value) of observations."""
+        features = self.torso(obs)
+        return self._heads(features, features if self.value_torso is None else self.value_torso(obs))
+
+    def _heads(self, x: torch.Tensor, xv: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.pi(x), self.v(xv).squeeze(-1)
 
 
 class RecurrentActorCritic(nn.Module):

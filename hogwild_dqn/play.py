@@ -14,7 +14,6 @@ import argparse
 import errno
 import math
 import shutil
-import signal
 import sys
 import tempfile
 from contextlib import contextmanager, suppress
@@ -22,13 +21,13 @@ from pathlib import Path
 
 import numpy as np
 
-from hogwild_dqn import exits
+from hogwild_dqn.commands import command
 from hogwild_dqn.config import ConfigError, Parser
-from hogwild_dqn.console import Stopped, catch_stop_signals, stopped_by
+from hogwild_dqn.console import catch_stop_signals
 from hogwild_dqn.envs import make_env, protocol, render_problem, resolve
 from hogwild_dqn.evaluation.games import play_episode
 from hogwild_dqn.evaluation.policy import EVAL_SEED_OFFSET, check_arguments, check_fits, load_policy
-from hogwild_dqn.files import WriteFailed, write_failed
+from hogwild_dqn.files import write_failed
 
 PLAY_SEED_OFFSET = 2 * EVAL_SEED_OFFSET  # games the evaluator did not play
 
@@ -157,29 +156,14 @@ def play(run_dir: Path, episodes: int, device: str, seed: int | None, video: boo
             "min": float(np.min(scores)), "max": float(np.max(scores)), "video": out}
 
 
+@command("play")
 def main(argv: list[str] | None = None) -> int:
     catch_stop_signals()
-    try:
-        args = parse(argv)
-        r = play(args.run_dir, args.episodes, args.device, args.seed, args.video, args.deterministic, args.best,
-                 args.epsilon)
-        print(f"mean {r['mean']:g} ± {r['std']:.1f} over {len(r['scores'])} games, min {r['min']:g}, "
-              f"max {r['max']:g}" + (f"; video {r['video']}" if r["video"] else ""), flush=True)
-    except ConfigError as e:
-        print(f"play: error: {e}", file=sys.stderr)
-        return exits.BAD_INPUT
-    except WriteFailed as e:
-        print(f"play: error: {e}", file=sys.stderr)
-        return exits.FAILED
-    except KeyboardInterrupt:
-        print("play: interrupted", file=sys.stderr)
-        return exits.SIGNALLED[signal.SIGINT][0]
-    except Stopped as e:
-        status, what, _ = stopped_by(e)
-        print(f"play: {what}", file=sys.stderr)
-        return status
-    except BrokenPipeError:  # stdout's reader gone (`| head -1`), during the games or at the last line
-        return exits.pipe_closed()
+    args = parse(argv)
+    r = play(args.run_dir, args.episodes, args.device, args.seed, args.video, args.deterministic, args.best,
+             args.epsilon)
+    print(f"mean {r['mean']:g} ± {r['std']:.1f} over {len(r['scores'])} games, min {r['min']:g}, "
+          f"max {r['max']:g}" + (f"; video {r['video']}" if r["video"] else ""), flush=True)
     return 0
 
 

@@ -1,6 +1,8 @@
-"""What a run's processes will hold in memory, and the check, before any child starts, that they fit in what the
-machine has available. The per-process figures were measured (USS, the memory a process holds alone, and RSS) on
-the 2-core development machine with psutil (docs/usage.md, "Faults"); the buffers are computed from the config."""
+"""The checks a run passes before any child starts, on one machine (runner.py) and on a cluster (cluster/: the driver
+and each machine's pool): its processes fit in the memory the machine has available (check), and a replay method's
+memories can ever hold --learning-starts (never_warm). The per-process figures were measured (USS, the memory a
+process holds alone, and RSS) on the 2-core development machine with psutil (docs/usage.md, "Faults"); the buffers
+are computed from the config."""
 
 from __future__ import annotations
 
@@ -9,8 +11,7 @@ import math
 
 from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.networks import network_for
-from hogwild_dqn.precision import learner_bf16
-from hogwild_dqn.replay import ReplayMemory
+from hogwild_dqn.replay_memory import ReplayMemory
 
 MIB = 2**20
 PROCESS = 175 * MIB  # a worker's own memory with torch, gymnasium and the emulator loaded, before its games (USS
@@ -47,8 +48,8 @@ def worker_bytes(cfg, spec, net: int | None = None) -> int:
     net = net if net is not None else network_bytes(cfg, spec)
     total = PROCESS + games * (ATARI_GAME if spec.is_atari else VECTOR_GAME) + 2 * net
     algo = ALGORITHMS[cfg.algo]
-    if algo.minibatches:  # PPO: the rollout's observations, their prepared inputs, a minibatch of those
-        prepared = math.prod(spec.obs_shape) * (2 if learner_bf16(cfg.learner_precision, spec.is_atari) else 4)
+    if algo.rollouts:  # PPO, Q(lambda): the rollout's observations, their prepared inputs, a minibatch of those
+        prepared = math.prod(spec.obs_shape) * 4
         rows = games * cfg.t_max
         total += rows * (obs + prepared) + math.ceil(rows / cfg.minibatches) * prepared + MINIBATCH_PEAK
     if algo.replay:
@@ -82,3 +83,26 @@ def check(cfg, spec, threads: int, available: int) -> str | None:
             f"{each / 2**30:,.2f} GiB{replay}, runner and evaluator {fixed / 2**30:.1f} GiB); "
             f"{available / 2**30:.1f} GiB is available: {fit} worker{'' if fit == 1 else 's'} fit (--force starts "
             "it anyway)")
+
+
+def warm(memory_size: int, cfg, threads: int, frames_per_step: int) -> bool:
+    """Whether a worker's own memory holds its share of --learning-starts (frames / threads), so that it may
+    learn: counted in its memory, not in global frames, which a resumed or restarted worker passed long ago."""
+    return memory_size * frames_per_step * threads >= cfg.learning_starts
+
+
+FULL = 0.9  # a full memory holds under --replay-size: a game of L steps keeps L + (stacked) frames for its L
+            # transitions, so short games (10 steps of a vector task) fill only some 0.9 of it
+
+
+def never_warm(cfg, spec, threads: int) -> str | None:
+    """Why the workers' memories could never hold --learning-starts (they would play every frame and learn from
+    none, and the run would still end "finished"); None if they can, or the algorithm keeps no memory."""
+    if not ALGORITHMS[cfg.algo].replay:
+        return None
+    room = int(FULL * cfg.replay_size) * spec.frames_per_step * threads
+    if warm(int(FULL * cfg.replay_size), cfg, threads, spec.frames_per_step):
+        return None
+    return (f"--learning-starts {cfg.learning_starts:,} frames is more than {threads} replay memor"
+            f"{'y' if threads == 1 else 'ies'} of --replay-size {cfg.replay_size:,} transitions can be relied on to "
+            f"hold ({room:,} frames): the workers would never learn; lower --learning-starts or raise --replay-size")

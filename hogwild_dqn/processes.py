@@ -10,20 +10,17 @@ import traceback
 import torch
 
 from hogwild_dqn import metrics
-from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.checkpoint import atomic_save
 from hogwild_dqn.console import Console, Stopped, finishing, say
 from hogwild_dqn.evaluation.evaluator import run_evaluator
-from hogwild_dqn.evaluation.scores import best_periodic, stop_reason
-from hogwild_dqn.exits import FAILED, FINISHED, NONFINITE, SIGNALLED, WRITE_FAILED
+from hogwild_dqn.evaluation.schedule import await_final, stop_reason
+from hogwild_dqn.evaluation.scores import best_periodic
+from hogwild_dqn.exits import FAILED, FINISHED, NONFINITE, WRITE_FAILED
 from hogwild_dqn.faults import NonFinite
 from hogwild_dqn.files import WriteFailed, write_failed
-from hogwild_dqn.ppo_worker import run_ppo_worker
-from hogwild_dqn.qlambda_worker import run_qlambda_worker
-from hogwild_dqn.replay_worker import run_replay_worker
 from hogwild_dqn.rundir import Run
 from hogwild_dqn.shared import ACTIVITIES, EVALUATING, STOP, WORKERS_DONE, SharedState, mark_start, silence
-from hogwild_dqn.worker import run_worker
+from hogwild_dqn.workers import run_worker
 
 JOIN_SECONDS = 8       # stopping workers may take this long before they are terminated (exit within 10 s)
 TERM_SECONDS = 2       # a terminated child may take this long to exit before it is killed
@@ -70,20 +67,10 @@ def _bounded(text: str, limit: int = 8_000) -> str:
     return f"{body}\n{last}" if body else last
 
 
-# The workers' loops, by the name an ALGORITHMS row gives (the table stays torch-free for config.py): imported
-# here, so the import graph shows which module each worker runs.
-LOOPS = {"on_policy": run_worker, "ppo": run_ppo_worker, "replay": run_replay_worker, "q_lambda": run_qlambda_worker}
-
-
-def worker_loop(algo: str):
-    """The loop a worker of `algo` runs: (rank, restart, run, shared) -> None."""
-    return LOOPS[ALGORITHMS[algo].loop]
-
-
 def worker_process(rank: int, restart: int, run: Run, shared: SharedState, report) -> None:
     """A worker's entry point (spawn); failures go up `report`, a pipe to the runner. `restart`: the run's
     restarts so far when this process started (0 at first; it picks the worker's random streams)."""
-    run_child(f"worker{rank}", report, worker_loop(run.cfg.algo), rank, restart, run, shared)
+    run_child(f"worker{rank}", report, run_worker, rank, restart, run, shared)
 
 
 def evaluator_process(run: Run, shared: SharedState, best: float, evals: list, report) -> None:
@@ -295,26 +282,19 @@ class Processes:
         for w in self.workers:
             end(w.proc)
         self.shared.set(WORKERS_DONE)  # the evaluator plays its last evaluation on the final weights
-        if self.evaluator is not None and not wait_for_eval:
-            end(self.evaluator.proc)
-        deadline, cut = time.time() + self.cfg.final_eval_seconds, False
-        while self.evaluator is not None and self.evaluator.proc.is_alive():
-            self.drain()
-            self._note_pause()
-            if time.time() > deadline:
-                say(f"the final evaluation took over --final-eval-seconds {self.cfg.final_eval_seconds}; "
-                    "stopping it: the run ends unscored (--resume plays it)", stop=False)  # stopping already
+        if self.evaluator is not None:
+            if not wait_for_eval:
                 end(self.evaluator.proc)
-            elif note is not None and note.signum is not None and not cut:
-                say(f"{SIGNALLED[note.signum][1]}: the final evaluation is cut short; the run is saved without it",
-                    stop=False)
-                end(self.evaluator.proc)
-                cut = True
-            elif hung := self.ended(self.evaluator, self.eval_slot):
-                say(f"evaluator {hung}: the final evaluation is lost; the run ends unscored (--resume plays it)",
-                    stop=False)
-            self.evaluator.proc.join(timeout=0.25)
+            await_final(self.cfg.final_eval_seconds, note, self._final_played, lambda: end(self.evaluator.proc),
+                        lambda: self.ended(self.evaluator, self.eval_slot), lambda line: say(line, stop=False))
         self.drain()
+
+    def _final_played(self, seconds: float) -> bool:
+        """Wait up to `seconds` for the evaluator's last evaluation; whether it is over (the evaluator gone)."""
+        self.drain()
+        self._note_pause()
+        self.evaluator.proc.join(timeout=seconds)
+        return not self.evaluator.proc.is_alive()
 
     def kill(self) -> None:
         """SIGKILL every child still alive, at once (a second stop signal: the run ends without saving)."""

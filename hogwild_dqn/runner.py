@@ -11,7 +11,7 @@ import psutil
 import torch
 import torch.multiprocessing as mp
 
-from hogwild_dqn import config, memory, metrics
+from hogwild_dqn import config, metrics, preflight
 from hogwild_dqn.checkpoint import atomic_json, resume_point, snapshot
 from hogwild_dqn.config import Config, ConfigError, first_line
 from hogwild_dqn.console import Abandoned, finishing
@@ -20,7 +20,6 @@ from hogwild_dqn.evaluation.scores import confirmed, ending, last_line, make_sum
 from hogwild_dqn.exits import FAILED, STOPPED
 from hogwild_dqn.files import WriteFailed
 from hogwild_dqn.processes import Processes, stop_resource_tracker, watch
-from hogwild_dqn.replay_worker import never_warm
 from hogwild_dqn.rundir import Run, no_prior, prepare_run_dir
 from hogwild_dqn.shared import all_finite, new_shared_state
 
@@ -31,9 +30,9 @@ def run(cfg: Config, resume: str | None = None) -> int:
     processes and raises Abandoned, naming what was not written."""
     spec = env_spec(cfg)
     threads = cfg.resolved_threads()
-    if unlearnable := never_warm(cfg, spec, threads):
+    if unlearnable := preflight.never_warm(cfg, spec, threads):
         raise ConfigError(unlearnable)
-    too_big = memory.check(cfg, spec, threads, psutil.virtual_memory().available)
+    too_big = preflight.check(cfg, spec, threads, psutil.virtual_memory().available)
     if too_big and not cfg.force:  # before anything is written or started
         raise ConfigError(too_big)
     run_dir = prepare_run_dir(cfg, threads, resume)

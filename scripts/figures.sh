@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Redraw the figures of docs/results.md and docs/notebook.md whose evaluations are kept there as CSV: `make figures`.
+# Redraw the figures of docs/results.md and docs/notebook/ whose evaluations are kept there as CSV: `make figures`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}

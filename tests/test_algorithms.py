@@ -131,11 +131,17 @@ def test_a3c_loss_continuous_by_hand():
     assert grad[2].abs().sum() == 0  # the last state only bootstraps
 
 
-def test_every_algorithm_row_names_a_loss_and_config_stays_torch_free():
+def test_every_algorithm_has_its_code_imported_and_config_stays_torch_free():
+    """workers.WORKERS binds every ALGORITHMS row to its loop body and its loss, both imported objects; config.py
+    (--help, a bad --algo) reads the table without loading torch."""
     from hogwild_dqn.algorithms import ALGORITHMS
+    from hogwild_dqn.workers import WORKERS
 
-    for name, algo in ALGORITHMS.items():
-        assert callable(algo.loss) and algo.loss.__name__ == f"{name}_loss"
+    assert set(WORKERS) == set(ALGORITHMS)
+    for name, code in WORKERS.items():
+        assert code.loss.__name__ == f"{name}_loss" and callable(code.body.step)
+        assert code.loss.__module__.startswith("hogwild_dqn.algorithms.")
+        assert code.body.__module__.startswith("hogwild_dqn.workers.")
     code = "import sys, hogwild_dqn.config; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=False).returncode == 0
 
@@ -227,31 +233,6 @@ def test_ppo_loss_inside_the_clip_is_the_policy_gradient():
     loss.backward()
     # ratio 1: d(-A r)/d logits = -A * (onehot - pi) / 2 rows: row 0 [-0.25, 0.25], row 1 (A = -1, a = 1) the same
     assert logits.grad.flatten().tolist() == pytest.approx([-0.25, 0.25, -0.25, 0.25])
-    assert info["losses/clip_fraction"].item() == 0.0 and info["losses/approx_kl"].item() == pytest.approx(0.0)
-
-
-def test_ppo_loss_decoupled_by_hand():
-    """--ppo-decoupled: the clip is centred on the proximal weights and each row weighted by pi_prox / pi_old;
-    with the behaviour's own log-probabilities as the proximal ones it is PPO's loss and gradient exactly."""
-    from hogwild_dqn.algorithms.ppo import ppo_loss
-
-    def run(batch):
-        logits = torch.zeros(2, 2, requires_grad=True)
-        loss, info = ppo_loss((logits, torch.zeros(2)), batch, clip=0.2, value_coef=0.0, entropy_beta=0.0,
-                              clip_value=False)
-        loss.backward()
-        return loss.item(), logits.grad.flatten().tolist(), info
-
-    plain = _ppo_minibatch()
-    same = run(plain._replace(proximal=plain.log_probs.clone()))
-    assert same[:2] == run(plain)[:2]
-    # pi = pi_prox = 0.5 for both rows: r = 1, inside the clip, so the rows that PPO clipped (ratios 1.5 and 0.5
-    # to pi_old) now learn, weighted by pi_prox / pi_old = 1.5 and 0.5. Advantages standardized: [1, -1].
-    loss, grad, info = run(plain._replace(proximal=f(math.log(0.5), math.log(0.5))))
-    assert loss == pytest.approx((1.5 * -1 + 0.5 * 1) / 2)
-    # d(-w A r)/d logits = -w A (onehot - pi) / 2 rows: row 0 1.5 * [-0.25, 0.25], row 1 (a = 1, A = -1)
-    # 0.5 * [-0.25, 0.25]
-    assert grad == pytest.approx([-0.375, 0.375, -0.125, 0.125])
     assert info["losses/clip_fraction"].item() == 0.0 and info["losses/approx_kl"].item() == pytest.approx(0.0)
 
 

@@ -39,15 +39,15 @@ def test_bench_against_a_baseline_commit_measures_both_and_gives_the_ratio(tmp_p
 
 
 def test_bench_baseline_runs_without_a_value_its_config_lacks(tmp_path, capsys):
-    """07ec28c (the learner issue's baseline) predates --learner-precision: its side of that row runs as it always
-    did, and the table says so; the plain row lacks nothing."""
-    assert main(["--algos", "a3c", "--threads", "1", "--seconds", "1", "--warmup", "0.5", "--repeats", "1",
-                 "--baseline", "07ec28c", "--with", "--learner-precision fp32", "--out", str(tmp_path)]) == 0
+    """e18cb39 predates --layer-norm: its side of that row runs as it always did, and the table says so; the plain
+    row lacks nothing."""
+    assert main(["--algos", "nq", "--threads", "1", "--seconds", "1", "--warmup", "0.5", "--repeats", "1",
+                 "--baseline", "e18cb39", "--with=--layer-norm", "--out", str(tmp_path)]) == 0
     plain, flagged = json.loads((tmp_path / "bench.json").read_text())["results"]
-    assert plain["baseline_lacks"] == [] and flagged["baseline_lacks"] == ["learner_precision"]
+    assert plain["baseline_lacks"] == [] and flagged["baseline_lacks"] == ["layer_norm"]
     assert flagged["baseline_frames_per_second"] > 0 and flagged["frames_per_second"] > 0
     out = capsys.readouterr().out
-    assert "the baseline lacks learner_precision: its side of `a3c --learner-precision fp32` ran without" in out
+    assert "the baseline lacks layer_norm: its side of `nq --layer-norm` ran without" in out
 
 
 def test_bench_with_a_bad_baseline_is_one_line(capsys):

@@ -16,7 +16,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from hogwild_dqn.checkpoint import atomic_save
 from hogwild_dqn.config import ConfigError
-from hogwild_dqn.tools import resume_or_start
+from hogwild_dqn.tools.runs import resume_or_start
 from tests.conftest import ROOT, read_summary, run_train, spawned_children, start, start_train
 
 

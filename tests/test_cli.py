@@ -54,7 +54,6 @@ BAD = [
     (["--net", "gru"], "--net 'gru' is unknown; choose one of ff, lstm"),
     (["--torso", "resnet"], "--torso 'resnet' is unknown; choose one of paper, nature"),
     (["--init", "xavier"], "--init 'xavier' is unknown; choose one of torch, orthogonal"),
-    (["--learner-precision", "fp16"], "--learner-precision 'fp16' is unknown; choose one of auto, bf16, fp32"),
     (["--algo", "nq", "--net", "lstm"], "--net lstm needs a3c; --algo nq trains ff networks only"),
     (["--algo", "dqn", "--net", "lstm"], "--net lstm needs a3c; --algo dqn trains ff networks only"),
     (["--algo", "q1", "--game", "Pendulum-v1"], "--game 'Pendulum-v1' has continuous (Box) actions; --algo q1 "
@@ -292,3 +291,28 @@ def test_the_first_line_counts_workers_and_games_in_the_singular_and_plural():
     assert f"{cfg.variant()} on CartPole-v1, 1 worker x 1 game, " in start_line(cfg, source)
     cfg, _, source = load(["--game", "Pong", "--threads", "2"])
     assert "ppo-norm-vnorm on Pong, 2 workers x 8 games, " in start_line(cfg, source)
+
+
+def test_help_is_grouped_shows_the_choices_and_loads_no_torch():
+    """Every setting in one group of --help (run, environment, network, optimizer, each family, evaluation, cluster,
+    faults), the named ones with their {choices}; printed without loading torch."""
+    import dataclasses
+    import subprocess
+    import sys
+
+    from hogwild_dqn.config import GROUPS, Config
+
+    grouped = [name for names in GROUPS.values() for name in names]
+    assert sorted(grouped) == sorted(f.name for f in dataclasses.fields(Config)) and len(grouped) == len(set(grouped))
+    code = ("import sys, contextlib, io; from hogwild_dqn.train import main\n"
+            "out = io.StringIO()\n"
+            "with contextlib.redirect_stdout(out):\n"
+            "    try: main(['--help'])\n"
+            "    except SystemExit: pass\n"
+            "print(out.getvalue()); print('TORCH' if 'torch' in sys.modules else 'NO TORCH')")
+    text = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60).stdout
+    assert text.rstrip().endswith("NO TORCH")
+    for title in GROUPS:
+        assert f"\n{title}:\n" in text
+    assert "--algo {q1,sarsa1,nq,a3c,dqn,ppo,pqn}" in text and "--optimizer {rmsprop,adam,radam}" in text
+    assert "--net {ff,lstm}" in text and "--torso {paper,nature}" in text and "--init {torch,orthogonal}" in text

@@ -254,14 +254,14 @@ def _push_ones(param, flag, pushes: int) -> None:
 def test_the_rebase_keeps_what_workers_push_during_an_exchange():
     """A child process pushes +1 updates into shared memory while the bridge rebases every 5 ms (the fastest
     exchange period the cluster tests use is 50 ms) on a holder's answer that moved every weight by 0.5: at the
-    end the updates of both are there. The bridge used to write back weights it had read a moment earlier,
-    losing every update pushed in between (about 300 of the 1,500 here); now a weight can lose an update only
-    where both write it at the same instant, the race Hogwild accepts between any two writers (about one on
-    average here, where both sweep the same 200k weights continually)."""
+    end the updates of both are there: a weight can lose an update only where both write it at the same instant,
+    the race Hogwild accepts between any two writers (about one on average here, where both sweep the same 200k
+    weights continually), never the updates pushed between the bridge's read and its write (a write-back of the
+    weights read would lose about 300 of the 1,500 here)."""
     import torch
     import torch.multiprocessing as mp
 
-    from hogwild_dqn.cluster_actors import _flat, rebase
+    from hogwild_dqn.cluster.actors import _flat, rebase
 
     param = torch.zeros(200_000).share_memory_()
     flag = torch.zeros(1, dtype=torch.int32).share_memory_()
@@ -287,7 +287,7 @@ def test_running_statistics_travel_as_sums_that_add_across_machines():
     every machine, as if one machine had seen them all."""
     import torch
 
-    from hogwild_dqn.cluster_actors import moments, set_moments
+    from hogwild_dqn.cluster.actors import moments, set_moments
     from hogwild_dqn.normalizers import ObsNorm
 
     g = torch.Generator().manual_seed(0)

@@ -10,7 +10,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from hogwild_dqn import metrics
 from hogwild_dqn.evaluation.games import Recorder, play_games
-from hogwild_dqn.evaluation.scores import confirmation, needs_confirmation, next_point, points_skipped, stop_reason
+from hogwild_dqn.evaluation.schedule import confirmation, needs_confirmation, next_point, points_skipped, stop_reason
 from tests.conftest import run_cmd, run_train
 
 
@@ -31,7 +31,7 @@ def test_a_stop_needs_a_periodic_evaluation_and_its_confirmation():
     periodic = {"mean_return": 18.6, "episodes": 5, "final": False}
     assert needs_confirmation(periodic, 18) and not needs_confirmation(periodic, None)
     assert not needs_confirmation({**periodic, "mean_return": 17.9}, 18)
-    assert stop_reason(periodic, 18) is None  # before the fix: "solved: eval mean 18.6 >= --stop-return 18"
+    assert stop_reason(periodic, 18) is None  # five games alone never stop a run
     held = confirmation({"mean_return": 18.2, "std_return": 1.0, "episodes": 30, "returns": []}, 18)
     failed = confirmation({"mean_return": 12.0, "std_return": 6.0, "episodes": 30, "returns": []}, 18)
     assert held["confirmation"] and held["final"] and failed["confirmation"] and not failed["final"]
@@ -199,8 +199,8 @@ def test_a_confirmation_that_fails_lets_training_go_on(tmp_path):
 
 def test_an_orphaned_evaluation_stops_at_its_next_game_however_short_the_games():
     """`alive` answers False on its third question: play_games raises Orphaned there, although every game of an
-    untrained CartPole agent is shorter than the 100 steps between questions within a game (before the fix such
-    games were never asked, and an evaluator orphaned during 100,000 short games played on)."""
+    untrained CartPole agent is shorter than the 100 steps between questions within a game: each game's start
+    asks too, so an evaluator orphaned during 100,000 short games stops at the next one."""
     from hogwild_dqn.config import Config
     from hogwild_dqn.envs import env_spec, make_env
     from hogwild_dqn.evaluation.games import Orphaned

@@ -3,6 +3,7 @@
 import hashlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -112,8 +113,8 @@ def test_sigterm_and_sigint_stop_everything_and_leave_nothing_behind(tmp_path):
 
 
 def test_a_run_whose_output_reader_goes_away_stops_saved_as_at_sigterm(tmp_path):
-    """`hogwild-train ... 2>&1 | head -1`: the progress line's next write met a broken pipe and the run died with
-    a traceback and nothing saved; it now stops as a SIGTERM stops it (checkpoint, summary), exit 141."""
+    """`hogwild-train ... 2>&1 | head -1`: the progress line's next write meets a broken pipe, and the run stops as a
+    SIGTERM stops it (checkpoint, summary), exit 141, without a traceback."""
     run = tmp_path / "run"
     proc = conftest.start([sys.executable, conftest.ROOT / "train.py", "--game", "CartPole-v1", "--threads", 1,
                            "--frames", 10**8, "--eval-every", 10**6, "--run-dir", run])
@@ -138,8 +139,8 @@ def _stopped_saved_as_its_reader_went_away(proc, run: Path) -> None:
 
 
 def test_without_a_progress_line_a_closed_stderr_stops_the_run_saved_at_its_next_line(tmp_path):
-    """With --no-progress nothing writes to stderr until a child dies: the restart's line met the broken pipe as a
-    traceback and the run ended with nothing saved; it now stops as when the progress line's reader goes away."""
+    """With --no-progress nothing writes to stderr until a child dies: the restart's line meets the broken pipe, and
+    the run stops saved as when the progress line's reader goes away."""
     run = tmp_path / "run"
     proc = conftest.start([sys.executable, conftest.ROOT / "train.py", *LONG, "--no-progress", "--run-dir", run])
     _training(run)
@@ -167,9 +168,8 @@ def test_a_line_that_met_a_closed_stderr_stops_the_run_at_the_next_line_that_may
 
 
 def test_a_closed_terminal_stops_the_run_saved_unless_nohup_ignores_it(tmp_path):
-    """SIGHUP to the whole process group, as a terminal that closes sends it: the runner stopped outright (its
-    children with it) and the last evaluation's checkpoint was all that stayed. It now stops as at SIGTERM,
-    saved, exit 129; under nohup (SIGHUP ignored) the run goes on."""
+    """SIGHUP to the whole process group, as a terminal that closes sends it: the run stops as at SIGTERM, saved,
+    exit 129; under nohup (SIGHUP ignored) the run goes on."""
     for ignored in (False, True):
         run = tmp_path / f"run-{ignored}"
         hup = signal.SIG_IGN if ignored else signal.SIG_DFL
@@ -257,7 +257,7 @@ def test_a_test_that_times_out_leaves_no_trainer_behind(tmp_path):
 
 @pytest.mark.parametrize("sig, status, name", [(signal.SIGINT, 130, "SIGINT"), (signal.SIGTERM, 143, "SIGTERM")])
 def test_a_signal_during_the_final_evaluation_cuts_it_and_the_run_is_saved(tmp_path, sig, status, name):
-    """The workers are done and the evaluator plays the final games: a signal now ends those games, and the
+    """The workers are done and the evaluator plays the final games: a signal then ends those games, and the
     checkpoint and summary are written as always (no traceback); --resume then plays the final evaluation."""
     run = tmp_path / "run"
     proc = start_train(run, "--game", "CartPole-v1", "--threads", 2, "--frames", 6000, "--eval-every", 3000,
@@ -284,10 +284,10 @@ def test_a_signal_during_the_final_evaluation_cuts_it_and_the_run_is_saved(tmp_p
 
 
 def test_a_final_evaluation_cut_by_its_time_cap_leaves_the_run_unscored_not_done(tmp_path):
-    """--final-eval-seconds runs out: the run ends with exit 4 and an "unscored" status (before the fix: exit 0,
-    "finished", and make benchmark counted it done); the benchmark's and the report's test of a finished run
-    refuse it; --resume plays the final evaluation and the run is done."""
-    from hogwild_dqn.tools import done, ended
+    """--final-eval-seconds runs out: the run ends with exit 4 and an "unscored" status, never "finished"; the
+    benchmark's and the report's test of a finished run refuse it; --resume plays the final evaluation and the run is
+    done."""
+    from hogwild_dqn.tools.runs import done, ended
 
     run = tmp_path / "run"
     proc = run_train("--game", "CartPole-v1", "--threads", 2, "--frames", 4000, "--eval-every", 2000,
@@ -474,7 +474,8 @@ def test_a_child_whose_traceback_outgrows_its_pipe_still_exits_and_says_why():
 
 # A frozen child: SIGSTOP, the state of a process stuck in a system call or a frozen cgroup. It answers no signal but
 # SIGKILL, and marks no progress.
-HUNG = ["--game", "CartPole-v1", "--threads", 2, "--hang-seconds", 5]
+HUNG = ["--game", "CartPole-v1", "--threads", 2, "--hang-seconds", 8, "--video-steps", 0]  # no GIF: its encoding
+# marks no progress, and on a loaded machine it can take longer than such a short limit
 
 
 def _wait_line(proc: subprocess.Popen, lines: list, text: str, seconds: float) -> float:
@@ -492,7 +493,7 @@ def _wait_line(proc: subprocess.Popen, lines: list, text: str, seconds: float) -
 
 def test_a_frozen_worker_is_noticed_killed_and_replaced_and_the_run_finishes(tmp_path):
     run = tmp_path / "run"
-    proc = start_train(run, *HUNG, "--frames", 60_000, "--eval-every", 30_000)
+    proc = start_train(run, *HUNG, "--frames", 300_000, "--eval-every", 100_000)  # long enough to freeze
     worker0 = spawned_children(proc.pid)[0]
     worker0.suspend()
     t0, lines = time.time(), []
@@ -500,13 +501,14 @@ def test_a_frozen_worker_is_noticed_killed_and_replaced_and_the_run_finishes(tmp
     out, err = proc.communicate(timeout=180)
     err = "".join(lines) + err
     assert proc.returncode == 0, err[-2000:]
-    assert 5 <= noticed - t0 < 10, noticed - t0  # --hang-seconds 5, and the runner checks every 0.25 s
-    assert ("--hang-seconds 5; it was playing); restart 1 of 3, on new random streams (seed 1, worker 0, restart 1)"
-            in err)
+    # --hang-seconds 8 from its last step, a moment before the freeze; the runner checks every 0.25 s
+    assert 7.5 <= noticed - t0 < 15, noticed - t0
+    assert re.search(r"worker0 hung \(no progress for \d+ s, --hang-seconds 8; it was (playing|learning)\); restart 1 "
+                     r"of 3, on new random streams \(seed 1, worker 0, restart 1\)", err), err[-2000:]
     assert not alive(worker0)  # killed, not left stopped
     s = read_summary(run)
-    assert s["frames"] >= 60_000 and s["final_eval"]["episodes"] == 30
-    assert 0 < s["longest_silence_seconds"]["worker1"] < 5 <= s["longest_silence_seconds"]["worker0"]
+    assert s["frames"] >= 300_000 and s["final_eval"]["episodes"] == 30
+    assert 0 < s["longest_silence_seconds"]["worker1"] < 8 <= s["longest_silence_seconds"]["worker0"]
 
 
 def test_sigint_with_a_frozen_worker_ends_the_run_within_the_grace_with_nothing_left(tmp_path):
@@ -547,7 +549,7 @@ def test_a_second_sigint_ends_the_run_at_once_saying_what_was_not_saved(tmp_path
 
 def test_a_frozen_evaluator_is_replaced_and_does_not_stop_the_run_from_ending(tmp_path):
     run = tmp_path / "run"
-    proc = start_train(run, *HUNG, "--frames", 40_000, "--eval-every", 10_000)
+    proc = start_train(run, *HUNG, "--frames", 200_000, "--eval-every", 50_000)  # long enough to freeze
     evaluator = spawned_children(proc.pid)[-1]
     evaluator.suspend()
     out, err = proc.communicate(timeout=180)
@@ -560,9 +562,9 @@ def test_a_frozen_evaluator_is_replaced_and_does_not_stop_the_run_from_ending(tm
 
 def test_an_evaluator_frozen_in_the_final_evaluation_leaves_the_run_saved_and_unscored(tmp_path):
     run = tmp_path / "run"
-    proc = start_train(run, *HUNG, "--frames", 30_000, "--eval-every", 30_000, "--final-eval-episodes", 100_000)
+    proc = start_train(run, *HUNG, "--frames", 100_000, "--eval-every", 100_000, "--final-eval-episodes", 100_000)
     *workers, evaluator = spawned_children(proc.pid)
-    assert not wait_gone(workers, 60)  # the workers done: the evaluator plays its final games
+    assert not wait_gone(workers, 240)  # the workers done: the evaluator plays its final games
     time.sleep(1)
     evaluator.suspend()
     t0 = time.time()
@@ -571,5 +573,5 @@ def test_an_evaluator_frozen_in_the_final_evaluation_leaves_the_run_saved_and_un
     assert "evaluator hung (no progress for " in err and "the final evaluation is lost" in err
     assert not alive(evaluator)
     s = read_summary(run)
-    assert s["final_eval"] is None and s["frames"] >= 30_000
+    assert s["final_eval"] is None and s["frames"] >= 100_000
     assert torch.load(run / "checkpoint.pt", weights_only=True)["frames"] == s["frames"]

@@ -7,7 +7,6 @@ import shutil
 import statistics
 import sys
 
-from hogwild_dqn.tools import seeds_said, suite_folder
 from hogwild_dqn.tools.frontpage import (
     COLUMNS,
     END,
@@ -19,6 +18,8 @@ from hogwild_dqn.tools.frontpage import (
     suites_table,
     table,
 )
+from hogwild_dqn.tools.output import seeds_said
+from hogwild_dqn.tools.runs import suite_folder
 from tests.conftest import ROOT, run_cmd
 
 

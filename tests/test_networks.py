@@ -159,7 +159,7 @@ def test_lstm_norm_bounds_the_cells_input_however_large_the_torsos_features_grow
     x = normed.features(obs)
     torch.testing.assert_close(x.mean(-1), torch.zeros(3), atol=1e-5, rtol=0)
     torch.testing.assert_close(x.std(-1, correction=0), torch.ones(3), atol=0.05, rtol=0)  # eps 1e-5 of var 1e-3
-    with torch.no_grad():  # the collapse: the torso's features grow a constant (docs/notebook.md)
+    with torch.no_grad():  # the collapse: the torso's features grow a constant (docs/notebook/a3c-lstm.md)
         for net in (plain, normed):
             net.torso.fc[1].bias += 5.0
     grown = [net(obs, state)[0] for net in (plain, normed)]
@@ -319,19 +319,18 @@ def test_frames_statistics_are_those_of_every_pixel_to_float32_precision():
 
 @pytest.mark.parametrize("flags", [dict(obs_normalize=True), dict(obs_standardize=True), dict(),
                                    dict(obs_normalize=True, torso="nature", hidden=512)])
-@pytest.mark.parametrize("blocks", [False, True])
-def test_prepared_inputs_give_the_forward_of_the_frames(flags, blocks):
-    """What PPO's learner does (its rollout's inputs prepared once, in blocks or not) gives the network's forward
-    of the uint8 frames, to float32's rounding: the same convolution, its sums in another order."""
+def test_prepared_inputs_give_the_forward_of_the_frames(flags):
+    """What the rollout learners do (their rollout's inputs prepared once) gives the network's forward of the uint8
+    frames, to float32's rounding: the same convolution, its sums in another order."""
     cfg = dataclasses.replace(Config(game="Breakout", algo="ppo", init="orthogonal"), **flags)
     net = network_for(cfg, SimpleNamespace(obs_shape=(4, 84, 84), n_actions=4))
     frames = torch.cat([_frames(), _frames().flip(0) // 2])
     if obs_norm(net) is not None:
         obs_norm(net).update(frames)
-    x = net.inputs(frames, blocks)
-    assert x.is_contiguous(memory_format=torch.channels_last) and x.shape[1] == (64 if blocks else 4)
+    x = net.inputs(frames)
+    assert x.is_contiguous(memory_format=torch.channels_last) and x.shape[1] == 4
     with torch.no_grad():
-        for want, got in zip(net(frames), net(x, prepared=True), strict=True):
+        for want, got in zip(net(frames), net.from_inputs(x), strict=True):
             assert torch.allclose(want, got, rtol=1e-4, atol=1e-5)
 
 

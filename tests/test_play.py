@@ -157,7 +157,8 @@ def test_load_policy_says_a_bad_argument_or_checkpoint_in_one_line(cartpole_q1, 
             proc = run_play(run, "--no-video", "--episodes", "1", "--epsilon", "0.1")
             assert proc.returncode == 2 and proc.stderr == (f"play: error: checkpoint {run / 'checkpoint.pt'} is of "
                                                             "the algorithm 'zzz', which this version does not have "
-                                                            "(q1, sarsa1, nq, a3c, dqn, ppo)\n"), proc.stderr[-2000:]
+                                                            "(q1, sarsa1, nq, a3c, dqn, ppo, pqn)\n"), \
+                proc.stderr[-2000:]
 
 
 def test_play_whose_reader_goes_away_stops_quietly(cartpole_q1):

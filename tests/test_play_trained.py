@@ -86,7 +86,8 @@ def test_play_stops_on_a_signal_while_filming_even_started_with_sigint_ignored(t
 
 
 def test_load_policy_acts_on_the_env_make_env_builds(trained):
-    """The last weights by default (before the fix: best.pt, the maximum of noisy 5-game evaluations)."""
+    """The last weights by default (checkpoint.pt, which the run's score is of; not best.pt, the maximum of noisy
+    5-game evaluations)."""
     policy = hogwild_dqn.load_policy(trained)
     assert policy.source == trained / "checkpoint.pt" and policy.cfg.game == "CartPole-v1" and policy.frames > 0
     assert policy.frames == read_summary(trained)["final_eval"]["frames"]  # the weights the score is about

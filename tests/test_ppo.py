@@ -6,6 +6,7 @@ import gymnasium as gym
 import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+from hogwild_dqn.algorithms.ppo import ppo_loss
 from hogwild_dqn.config import Config
 from tests.conftest import read_summary, run_train
 
@@ -26,11 +27,11 @@ class Observations(gym.Wrapper):
 def test_a_rollout_bootstraps_a_truncated_game_from_its_last_state(tmp_path):
     """CartPole games cut every 3 steps (a time limit): V(s_{t+1}) at the cut is the network's value of the
     state the cut game ended in, not of the next game's first state, which the rollout holds next."""
-    from hogwild_dqn.actor_learner import ActorLearner
     from hogwild_dqn.envs import env_spec
-    from hogwild_dqn.ppo_worker import PPO
     from hogwild_dqn.rundir import Run
     from hogwild_dqn.shared import new_shared_state
+    from hogwild_dqn.workers.actor_learner import ActorLearner
+    from hogwild_dqn.workers.rollouts import PPO
 
     cfg = Config(game="CartPole-v1", algo="ppo", envs_per_worker=2, t_max=7, hidden=8, mlp_layers=1, frames=10**6,
                  progress=False, video_steps=0, minibatches=2)
@@ -38,7 +39,7 @@ def test_a_rollout_bootstraps_a_truncated_game_from_its_last_state(tmp_path):
     shared = new_shared_state(cfg, spec, 1)
     worker = ActorLearner(0, 0, Run(cfg, spec, tmp_path, 1), shared, cfg.envs_per_worker)
     worker.envs = [gym.wrappers.TimeLimit(Observations(e), 3) for e in worker.envs]
-    ppo = PPO(worker)
+    ppo = PPO(worker, ppo_loss)
     ppo.local.load_state_dict(shared.model.state_dict())
     ppo.play()
     last = [env.env.seen for env in worker.envs]
@@ -86,12 +87,12 @@ def test_value_normalize_takes_advantages_on_returns_and_targets_standardized(tm
     """--value-normalize: GAE runs on the head's outputs scaled back to returns by the statistics the worker
     acted with; the rollout's returns join the shared statistics, and the value's targets are those returns
     standardized by them."""
-    from hogwild_dqn.actor_learner import ActorLearner
     from hogwild_dqn.algorithms.returns import gae
     from hogwild_dqn.envs import env_spec
-    from hogwild_dqn.ppo_worker import PPO
     from hogwild_dqn.rundir import Run
     from hogwild_dqn.shared import new_shared_state
+    from hogwild_dqn.workers.actor_learner import ActorLearner
+    from hogwild_dqn.workers.rollouts import PPO
 
     cfg = Config(game="CartPole-v1", algo="ppo", envs_per_worker=2, t_max=9, hidden=8, mlp_layers=1, frames=10**6,
                  progress=False, video_steps=0, minibatches=2, value_normalize=True, gae_lambda=0.9)
@@ -102,7 +103,7 @@ def test_value_normalize_takes_advantages_on_returns_and_targets_standardized(tm
     norm.mean.fill_(5.0)
     norm.var.fill_(4.0)
     worker = ActorLearner(0, 0, Run(cfg, spec, tmp_path, 1), shared, cfg.envs_per_worker)
-    ppo = PPO(worker)
+    ppo = PPO(worker, ppo_loss)
     seen = {}
     ppo.learn = lambda advantages, returns, version: seen.update(advantages=advantages, returns=returns)
     ppo.step()  # sync (the local statistics become the shared ones), play, advantages, targets
@@ -118,35 +119,3 @@ def test_value_normalize_takes_advantages_on_returns_and_targets_standardized(tm
     torch.testing.assert_close(norm.mean, mean)
     torch.testing.assert_close(norm.var, var)
     torch.testing.assert_close(seen["returns"], ((returns - mean) / var.sqrt()).float())
-
-
-def test_decoupled_ratio_is_taken_against_the_weights_synced_as_the_epochs_start(tmp_path):
-    """--ppo-decoupled on Pong's frames: what another worker pushed between a rollout's acting and its epochs
-    is in the proximal log-probabilities (computed once, over the prepared inputs, in chunks), not in the
-    behaviour's; a whole step then learns from them."""
-    from hogwild_dqn.actor_learner import ActorLearner
-    from hogwild_dqn.distributions import log_prob_entropy
-    from hogwild_dqn.envs import env_spec
-    from hogwild_dqn.ppo_worker import PPO
-    from hogwild_dqn.rundir import Run
-    from hogwild_dqn.shared import new_shared_state
-
-    cfg = Config(game="Pong", algo="ppo", envs_per_worker=2, t_max=40, frames=10**6, progress=False, video_steps=0,
-                 minibatches=2, epochs=2, ppo_decoupled=True)
-    spec = env_spec(cfg)
-    shared = new_shared_state(cfg, spec, 1)
-    worker = ActorLearner(0, 0, Run(cfg, spec, tmp_path, 1), shared, cfg.envs_per_worker)
-    ppo = PPO(worker)
-    ppo.sync()
-    ppo.play()
-    with torch.no_grad():  # another worker's updates, in the shared weights
-        for p in shared.model.parameters():
-            p.add_(0.05 * torch.randn_like(p))
-    ppo.prepare()
-    with torch.no_grad():
-        want = log_prob_entropy(ppo.local(ppo.rollout.obs.flatten(0, 1))[0], ppo.rollout.actions.flatten(0, 1))[0]
-    assert ppo.proximal.shape == (80,)  # 64 rows, then 16
-    torch.testing.assert_close(ppo.proximal, want, atol=1e-4, rtol=1e-4)
-    assert (ppo.proximal - ppo.log_probs.flatten()).abs().max() > 1e-2
-    ppo.step()
-    assert int(shared.worker_updates[0]) == 2 * 2 and torch.isfinite(ppo.proximal).all()

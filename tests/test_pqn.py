@@ -10,14 +10,15 @@ import pytest
 import torch
 from torch import nn
 
-from hogwild_dqn.actor_learner import ActorLearner
+from hogwild_dqn.algorithms.pqn import pqn_loss
 from hogwild_dqn.algorithms.returns import q_lambda_targets
 from hogwild_dqn.config import Config, load
 from hogwild_dqn.envs import env_spec
 from hogwild_dqn.networks import network_for
-from hogwild_dqn.qlambda_worker import QLambda
 from hogwild_dqn.rundir import Run
 from hogwild_dqn.shared import new_shared_state
+from hogwild_dqn.workers.actor_learner import ActorLearner
+from hogwild_dqn.workers.rollouts import QLambda
 from tests.conftest import ROOT, read_summary, run_cmd, run_train
 from tests.test_ppo import Observations
 
@@ -37,7 +38,7 @@ def test_targets_come_from_the_weights_synced_after_the_rollout_and_bootstrap_a_
     (another worker's updates in), not the acting ones."""
     cfg, shared, worker = _worker(tmp_path)
     worker.envs = [gym.wrappers.TimeLimit(Observations(e), 3) for e in worker.envs]
-    pqn = QLambda(worker)
+    pqn = QLambda(worker, pqn_loss)
     pqn.sync()
     ro = pqn.rollout
     ro.play(lambda t, obs: [0, 1])
@@ -58,7 +59,7 @@ def test_targets_come_from_the_weights_synced_after_the_rollout_and_bootstrap_a_
 
 def test_a_step_pushes_every_minibatch_into_the_shared_model_and_counts_its_frames(tmp_path):
     cfg, shared, worker = _worker(tmp_path)
-    pqn = QLambda(worker)
+    pqn = QLambda(worker, pqn_loss)
     before = [p.detach().clone() for p in shared.model.parameters()]
     frames = shared.frames()
     pqn.step()
@@ -81,7 +82,7 @@ def test_layer_norm_follows_every_hidden_layer_of_the_q_network():
     assert [type(m).__name__ for m in fc] == ["Flatten", "Linear", "LayerNorm", "ReLU"]
     x = torch.randint(0, 255, (3, *spec.obs_shape), dtype=torch.uint8)
     assert net(x).shape == (3, spec.n_actions)
-    torch.testing.assert_close(net(net.inputs(x), prepared=True), net(x))
+    torch.testing.assert_close(net.from_inputs(net.inputs(x)), net(x))
     plain = network_for(load(["--game", "Pong", "--algo", "nq"])[0], spec)
     assert not any(isinstance(m, (nn.GroupNorm, nn.LayerNorm)) for m in plain.modules())
     normed = network_for(load(["--game", "Pong", "--algo", "nq", "--layer-norm"])[0], spec)

@@ -8,17 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from hogwild_dqn import memory
+from hogwild_dqn import preflight as memory
 from hogwild_dqn.config import Config
 from hogwild_dqn.envs import env_spec
-from hogwild_dqn.replay import ReplayMemory
+from hogwild_dqn.replay_memory import ReplayMemory
 from tests.conftest import run_train, spawned_children, start_train
 
 GIB = 2**30
 
 
 def test_the_estimate_grows_with_workers_games_rollouts_and_replay():
-    ppo = Config(game="Pong", algo="ppo", envs_per_worker=8, t_max=128, learner_precision="fp32")
+    ppo = Config(game="Pong", algo="ppo", envs_per_worker=8, t_max=128)
     spec = env_spec(ppo)
     each = memory.worker_bytes(ppo, spec)
     rollout = 8 * 128 * 4 * 84 * 84 * (1 + 4)  # uint8 observations and their float32 inputs
@@ -26,8 +26,6 @@ def test_the_estimate_grows_with_workers_games_rollouts_and_replay():
     assert net == 4 * 677_943  # the A3C paper's torso and 256 units: 0.68M parameters, each worker's copy and grads
     assert each == (memory.PROCESS + 8 * memory.ATARI_GAME + rollout + 256 * 4 * 84 * 84 * 4 + memory.MINIBATCH_PEAK
                     + 2 * net)
-    bf16 = memory.worker_bytes(Config(**{**ppo.to_dict(), "learner_precision": "bf16"}), spec)
-    assert each - bf16 == (1024 + 256) * 4 * 84 * 84 * 2  # bf16 inputs: half the bytes
     dqn = Config(game="Pong", algo="dqn", replay_size=100_000)
     assert memory.worker_bytes(dqn, spec) == (memory.PROCESS + memory.ATARI_GAME + 2 * memory.network_bytes(dqn, spec)
                                               + 100_000 * ReplayMemory.bytes_per_transition((4, 84, 84), True))

@@ -10,7 +10,7 @@ import torch
 from hogwild_dqn.algorithms.dqn import Batch, dqn_loss
 from hogwild_dqn.config import Config
 from hogwild_dqn.envs import make_env
-from hogwild_dqn.replay import NStep, ReplayMemory
+from hogwild_dqn.replay_memory import NStep, ReplayMemory
 
 
 def _play(env, memory: ReplayMemory, steps: int, n: int, gamma: float, seed: int = 0):
@@ -124,25 +124,26 @@ def _dqn_run(tmp_path, frames_before: int, **values):
 
 def test_a_resumed_dqn_worker_refills_its_own_memory_before_learning(tmp_path):
     """Resumed at 1M global frames, far past --learning-starts 500: the worker's memory starts empty, so it
-    plays 500 frames of its own before its first update (it used to learn at once from a few transitions)."""
-    from hogwild_dqn.replay_worker import run_replay_worker
+    plays 500 frames of its own before its first update, never learning at once from a few transitions."""
+    from hogwild_dqn.workers import run_worker
 
     run, shared = _dqn_run(tmp_path, 1_000_000, learning_starts=500, frames=1_000_400)
-    run_replay_worker(0, 0, run, shared)
+    run_worker(0, 0, run, shared)
     assert shared.frames() >= 1_000_400 and int(shared.worker_updates[0]) == 0
     run, shared = _dqn_run(tmp_path, 1_000_000, learning_starts=500, frames=1_000_700)
-    run_replay_worker(0, 0, run, shared)
+    run_worker(0, 0, run, shared)
     assert 150 <= int(shared.worker_updates[0]) <= 201  # one per step from its 500th transition on
 
 
 def test_dqn_acts_on_the_shared_weights_without_copying_them(tmp_path):
     """Acting reads the shared network in place: the local copy (refreshed for updates only) is left alone,
     and the action is greedy on the shared weights, not on a stale copy."""
-    from hogwild_dqn.actor_learner import ActorLearner
-    from hogwild_dqn.replay_worker import Learner
+    from hogwild_dqn.algorithms.dqn import dqn_loss
+    from hogwild_dqn.workers.actor_learner import ActorLearner
+    from hogwild_dqn.workers.replay import Learner
 
     run, shared = _dqn_run(tmp_path, 0)
-    learner = Learner(ActorLearner(0, 0, run, shared, games=1))
+    learner = Learner(ActorLearner(0, 0, run, shared, games=1), dqn_loss)
     with torch.no_grad():
         for p in learner.local.parameters():
             p.zero_()  # a stale local copy: every Q-value 0, argmax 0

@@ -172,7 +172,8 @@ def test_curves_draws_a_suite_record_and_refuses_a_json_that_is_not_one(tmp_path
 def test_every_tool_shows_scores_over_runs_and_tells_a_done_run_one_way(tmp_path):
     """tools.spread and tools.run_done, shared by the report, the benchmark suite and the ablation: one value has
     no std (an std of one seed is not 0), missing values are counted, and only a run with its score is done."""
-    from hogwild_dqn.tools import run_done, spread
+    from hogwild_dqn.tools.output import spread
+    from hogwild_dqn.tools.runs import run_done
 
     assert spread([]) == spread([None]) == "—" and spread([9.0]) == "9.0"
     assert spread([100.0, 200.0]) == "150.0 ± 70.7" and spread([210.0, None]) == "210.0 (1 of 2 runs)"

@@ -32,7 +32,8 @@ def test_each_game_of_a_worker_draws_its_own_final_epsilon():
 
 
 def test_no_two_runs_workers_restarts_or_games_share_a_random_stream():
-    """Seeds 1 and 2 used to give worker 1 of run 1 the streams of worker 0 of run 2 (seed + rank)."""
+    """Seeds 1 and 2 give worker 1 of run 1 and worker 0 of run 2 streams of their own (a seed + rank scheme would
+    give them the same)."""
     env_seeds, first_draws = [], []
     for seed in (1, 2, 3):
         for rank in range(4):

@@ -52,9 +52,9 @@ def test_shared_rmsprop_matches_reference_over_steps():
 
 @pytest.mark.parametrize("eps", [1e-5, 1e-8])
 def test_shared_adam_equals_torch_adam_step_for_step(eps):
-    """200 steps of small gradients (where eps matters most: before the fix, eps was added before the bias
-    correction, ~30x torch's effective eps at the first steps), in float64: equal to torch's Adam to 1e-12 after
-    every step."""
+    """200 steps of small gradients (where eps matters most: eps is added after the bias correction, as torch adds
+    it; before it, it would be ~30x torch's effective eps at the first steps), in float64: equal to torch's Adam to
+    1e-12 after every step."""
     gen = torch.Generator().manual_seed(0)
     a = [nn.Parameter(torch.randn(5, 3, generator=gen, dtype=torch.float64)),
          nn.Parameter(torch.randn(3, generator=gen, dtype=torch.float64))]
@@ -228,7 +228,7 @@ def test_one_target_rule_and_one_parameter_copy_for_a_machine_and_a_cluster_hold
     """The cluster's holder copies its target by the single machine's rule (shared.target_epoch_due), and its
     flat vectors land in parameters through the single machine's copy (sync_local): the same intervals copied,
     the same values, in place."""
-    from hogwild_dqn.cluster_actors import ParameterHolder, _assign, _flat
+    from hogwild_dqn.cluster.actors import ParameterHolder, _assign, _flat
     from hogwild_dqn.envs import env_spec
 
     assert [target_epoch_due(f, 100, 0) for f in (0, 99, 100, 250)] == [None, None, 1, 2]
@@ -257,8 +257,8 @@ def test_a_cluster_holder_keeps_a_bounded_window_of_sync_times(tmp_path, monkeyp
     import json
     import math
 
-    from hogwild_dqn import cluster_actors
-    from hogwild_dqn.cluster_actors import ParameterHolder
+    from hogwild_dqn.cluster import actors as cluster_actors
+    from hogwild_dqn.cluster.actors import ParameterHolder
     from hogwild_dqn.envs import env_spec
 
     monkeypatch.setattr(cluster_actors, "SYNC_WINDOW", 50)

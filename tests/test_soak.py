@@ -24,7 +24,7 @@ def test_soak_reports_every_process(tmp_path):
 
 
 def test_a_soak_ends_on_its_minutes_whatever_its_interval(tmp_path):
-    """--interval longer than --minutes: the last wait is cut at the soak's end (it used to sleep it whole)."""
+    """--interval longer than --minutes: the last wait is cut at the soak's end, not slept whole."""
     began = time.time()
     proc = run_cmd([sys.executable, "-m", "hogwild_dqn.tools.soak", "--minutes", "0.1", "--from-minute", "0",
                     "--interval", "1000", "--max-growth", "100000", "--run-dir", tmp_path / "soak", "--",

@@ -10,13 +10,13 @@ import pytest
 import torch
 
 from hogwild_dqn.acting import act_many
-from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.algorithms.returns import Segment
 from hogwild_dqn.config import Config
 from hogwild_dqn.distributions import sample
 from hogwild_dqn.faults import NonFinite
 from hogwild_dqn.networks import network_for
-from hogwild_dqn.worker import GameStates, Rollout, segment_loss
+from hogwild_dqn.workers import WORKERS
+from hogwild_dqn.workers.segments import GameStates, Rollout, segment_loss
 
 
 def _net(actor_critic, head_bias):
@@ -112,7 +112,7 @@ def test_segment_loss_is_the_mean_of_each_games_loss(algo):
     rollout, n = _games_of_unequal_length()
     obs, actions, rewards, terminated, truncated, _ = rollout
     E, hp = len(n), HP
-    loss, info = segment_loss(net, target, functools.partial(ALGORITHMS[algo].loss, **hp), rollout, n)
+    loss, info = segment_loss(net, target, functools.partial(WORKERS[algo].loss, **hp), rollout, n)
     loss.backward()
     batched = [p.grad.clone() for p in net.parameters()]
 
@@ -122,7 +122,7 @@ def test_segment_loss_is_the_mean_of_each_games_loss(algo):
         m = n[k]
         seg = Segment(actions[k, :m], rewards[k, :m], terminated[k, :m], truncated[k, :m], actions[k, 1:m + 1])
         tq = None if target is None else target(obs[k, 1:m + 1]).detach()
-        loss_k, info_k = ALGORITHMS[algo].loss(net(obs[k, :m + 1]), tq, seg, **hp)
+        loss_k, info_k = WORKERS[algo].loss(net(obs[k, :m + 1]), tq, seg, **hp)
         want, infos = want + loss_k / E, infos + [info_k]
     want.backward()
     assert loss.item() == pytest.approx(want.item(), rel=1e-5)
@@ -147,7 +147,7 @@ def test_lstm_segment_loss_replays_each_game_from_its_state_at_the_segments_star
     rollout, n = _games_of_unequal_length(state0)
     obs, actions, rewards, terminated, truncated, _ = rollout
     E = len(n)
-    loss_fn = functools.partial(ALGORITHMS["a3c"].loss, **HP)
+    loss_fn = functools.partial(WORKERS["a3c"].loss, **HP)
     loss, _ = segment_loss(net, None, loss_fn, rollout, n)
     loss.backward()
     batched = [p.grad.clone() for p in net.parameters()]
@@ -201,7 +201,7 @@ def test_each_game_of_a_worker_explores_with_its_own_final_epsilon(tmp_path):
     from hogwild_dqn.envs import env_spec
     from hogwild_dqn.rundir import Run
     from hogwild_dqn.shared import new_shared_state
-    from hogwild_dqn.worker import run_worker
+    from hogwild_dqn.workers import run_worker
 
     cfg = Config(game="CartPole-v1", algo="q1", envs_per_worker=8, hidden=8, mlp_layers=1, frames=400, seed=3,
                  eps_anneal_frames=200, progress=False, video_steps=0)

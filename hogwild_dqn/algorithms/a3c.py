@@ -12,7 +12,7 @@ def a3c_loss(out: tuple[torch.Tensor, torch.Tensor], target_q_next, seg: Segment
              entropy_beta: float, value_coef: float, gae_lambda: float = 1.0, **_) -> tuple[torch.Tensor, dict]:
     """Policy gradient with advantage R - V(s), value loss x value_coef, entropy bonus x entropy_beta; summed
     over each game's steps, averaged over games. gae_lambda < 1: the policy's advantage is GAE(lambda) and V
-    learns the lambda-return (GAE + V, fixed); 1 is the n-step advantage (the paper's), computed as before.
+    learns the lambda-return (GAE + V, fixed); 1 is the n-step advantage (the paper's).
 
     `out` is (policy, values) for s_0..s_T (see distributions.log_prob_entropy); V(s_{t+1}) (detached) is the
     bootstrap where the segment is cut. `target_q_next` is unused: A3C has no target network. Metrics are

@@ -1,6 +1,6 @@
 """Proximal policy optimization's loss (Schulman et al. 2017) on one minibatch of a worker's rollout: the
 clipped surrogate, the value loss (clipped or not) and the entropy bonus. The rollout's advantages come from
-returns.gae; the minibatches and epochs are the worker's (ppo_worker.py)."""
+returns.gae; the minibatches and epochs are the worker's (workers/rollouts.py)."""
 
 from __future__ import annotations
 
@@ -18,34 +18,27 @@ class Minibatch(NamedTuple):
     values: torch.Tensor      # [B] V_old(s) of the behaviour weights, on the value head's scale
     advantages: torch.Tensor  # [B] GAE(lambda) estimates
     returns: torch.Tensor     # [B] advantages + V_old (standardized with --value-normalize): the value's target
-    proximal: torch.Tensor | None = None  # [B] log pi_prox(a | s) of the weights the clip is taken against
-                                          # (--ppo-decoupled); None: the behaviour weights'
 
     def rows(self, index) -> Minibatch:
-        """The minibatch of the rows `index` selects (fields left None stay None)."""
-        return Minibatch(*(None if x is None else x[index] for x in self))
+        """The minibatch of the rows `index` selects."""
+        return Minibatch(*(x[index] for x in self))
 
 
 def ppo_loss(out: tuple[torch.Tensor, torch.Tensor], batch: Minibatch, *, clip: float, value_coef: float,
-             entropy_beta: float, clip_value: bool, **_) -> tuple[torch.Tensor, dict]:
+             entropy_beta: float, clip_value: bool) -> tuple[torch.Tensor, dict]:
     """-min(r A, clip(r, 1 - clip, 1 + clip) A) + value_coef * 0.5 (V - R)^2 - entropy_beta * H, means over the
     minibatch, where r = pi(a|s) / pi_old(a|s) and A the advantages standardized over the minibatch. With
     `clip_value`, V's error is the larger of its own and that of V_old + clip(V - V_old, -clip, clip) (PPO2's
-    value clipping). With `batch.proximal` (decoupled, Hilton et al. 2021), r = pi / pi_prox and each row's
-    surrogate is weighted by pi_prox / pi_old, which corrects for the rows having been played by pi_old: the
-    clip then bounds only the step from pi_prox. `out` is the network's (policy, values) for the minibatch's
+    value clipping). `out` is the network's (policy, values) for the minibatch's
     observations. Metrics: approximate KL (E[(r - 1) - log r], Schulman's low-variance estimator) and the
     fraction of rows clipped, both of r."""
     policy, values = out
     log_probs, entropy = log_prob_entropy(policy, batch.actions)
-    proximal = batch.log_probs if batch.proximal is None else batch.proximal
-    log_ratio = log_probs - proximal
+    log_ratio = log_probs - batch.log_probs
     ratio = log_ratio.exp()
     adv = batch.advantages
     adv = (adv - adv.mean()) / (adv.std(correction=0) + 1e-8) if len(adv) > 1 else adv
     surrogate = torch.max(-adv * ratio, -adv * ratio.clamp(1 - clip, 1 + clip))
-    if batch.proximal is not None:
-        surrogate = (batch.proximal - batch.log_probs).exp() * surrogate
     policy_loss = surrogate.mean()
     error = (values - batch.returns) ** 2
     if clip_value:

@@ -1,4 +1,4 @@
-"""The Ray actors of a cluster run (see hogwild_dqn/cluster.py): holder, per-machine pool + bridge, evaluator.
+"""The Ray actors of a cluster run (see cluster/driver.py): holder, per-machine pool + bridge, evaluator.
 
 Plain classes: the driver wraps them with ray.remote, and only NodePool.run and its Bridge import Ray, inside the actor.
 """
@@ -11,15 +11,17 @@ import time
 from pathlib import Path
 
 import numpy as np
+import psutil
 import torch
 
-from hogwild_dqn import metrics
+from hogwild_dqn import metrics, preflight
 from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.checkpoint import atomic_json, atomic_save, checkpoint_state
 from hogwild_dqn.config import Config
 from hogwild_dqn.envs import EnvSpec
 from hogwild_dqn.evaluation.games import Recorder, best_episode_gif, evaluation_player, play_games
-from hogwild_dqn.evaluation.scores import confirmation, confirmed, make_summary
+from hogwild_dqn.evaluation.schedule import confirmation
+from hogwild_dqn.evaluation.scores import confirmed, make_summary
 from hogwild_dqn.faults import NonFinite
 from hogwild_dqn.networks import network_for
 from hogwild_dqn.normalizers import RunningNorm, running_norms
@@ -297,6 +299,10 @@ class NodePool(Progress):
 
         self.beat()
         torch.set_num_threads(1)
+        # the machine's own memory, as one machine's run checks it: a pool that would not fit fails with the line
+        too_big = preflight.check(self.cfg, self.spec, self.threads, psutil.virtual_memory().available)
+        if too_big and not self.cfg.force:
+            raise RuntimeError(too_big)
         cfg = Config(**{**self.cfg.to_dict(), "target_update": NEVER})
         shared = new_shared_state(cfg, self.spec, self.threads, extra_frame_slots=1)
         local_dir = Path(tempfile.mkdtemp(prefix=f"hogwild_dqn-{self.node}-"))

@@ -1,6 +1,6 @@
 """Several machines on Ray: each runs the usual Hogwild pool; a global holder merges their parameter changes.
 
-The only modules that import Ray (this one and cluster_actors.py, where the actors live), and only when
+The only modules that import Ray (this one and actors.py, where the actors live), and only when
 --cluster is given. Shape (docs/cluster.md):
 - ParameterHolder (one Ray actor, on the head): the global weights, the target network, the global frame
   counter, the evaluations; it writes checkpoint.pt, best.pt, summary.json and the machines' event files.
@@ -31,14 +31,15 @@ from tqdm import tqdm
 
 from hogwild_dqn import config
 from hogwild_dqn.checkpoint import resume_point
-from hogwild_dqn.cluster_actors import SYNC_TIMEOUT, Evaluator, NodePool, ParameterHolder
+from hogwild_dqn.cluster.actors import SYNC_TIMEOUT, Evaluator, NodePool, ParameterHolder
 from hogwild_dqn.config import Config, ConfigError, first_line
 from hogwild_dqn.console import Console, finishing
 from hogwild_dqn.envs import env_spec
-from hogwild_dqn.evaluation.scores import ending, last_line, needs_confirmation, next_point, points_skipped, stop_reason
-from hogwild_dqn.exits import FAILED, FINISHED, SIGNALLED
+from hogwild_dqn.evaluation.schedule import await_final, needs_confirmation, next_point, skipped_line, stop_reason
+from hogwild_dqn.evaluation.scores import ending, last_line
+from hogwild_dqn.exits import FAILED, FINISHED
 from hogwild_dqn.faults import NonFinite
-from hogwild_dqn.replay_worker import never_warm
+from hogwild_dqn.preflight import never_warm
 from hogwild_dqn.rundir import no_prior, prepare_run_dir
 
 REJOIN_SCAN_SECONDS = 2  # how often the driver looks for machines that joined or came back
@@ -236,6 +237,24 @@ class Driver:
                                    "the other machines keep training")
         return None
 
+    def _final_played(self, seconds: float) -> bool:
+        """Wait up to `seconds` for the pending evaluation; whether it is over."""
+        return bool(self.ray.wait([self.pending_eval[0]], timeout=seconds)[0])
+
+    def _drop_eval(self) -> None:
+        """The pending evaluation is not waited for (--resume plays a final one)."""
+        self.pending_eval = None
+
+    def _evaluator_hung(self) -> str | None:
+        """How the evaluator hung, once it has made no progress for --hang-seconds (Probe); it is then killed and
+        replaced."""
+        quiet = self.eval_probe.silence(self.ray)
+        if quiet <= self.cfg.hang_seconds:
+            return None
+        self.ray.kill(self.evaluator)
+        self.evaluator, self.pending_eval = self.new_evaluator(), None
+        return f"hung (no progress for {quiet:.0f} s, --hang-seconds {self.cfg.hang_seconds:g})"
+
     def hung(self) -> None:
         """Kill each actor that has made no progress for --hang-seconds (Probe), frozen or stuck: a machine's pool
         is then handled as a failed one (the others keep training; it may be given another), the evaluator is
@@ -249,11 +268,9 @@ class Driver:
             _say(self.run_dir, f"{self.names[nid]} hung (no progress for {quiet:.0f} s, --hang-seconds {limit:g}); "
                                "it is killed, what it learnt since its last exchange is lost; the other machines "
                                "keep training")
-        if self.pending_eval is not None and (quiet := self.eval_probe.silence(self.ray)) > limit:
-            self.ray.kill(self.evaluator)
-            self.evaluator, self.pending_eval = self.new_evaluator(), None
-            _say(self.run_dir, f"the evaluator hung (no progress for {quiet:.0f} s, --hang-seconds {limit:g}); "
-                               "the evaluation it was playing is lost; starting another evaluator")
+        if self.pending_eval is not None and (what := self._evaluator_hung()):
+            _say(self.run_dir, f"the evaluator {what}; the evaluation it was playing is lost; starting another "
+                               "evaluator")
 
     def ask_eval(self, best: float, final: bool = False, confirm: tuple | None = None) -> None:
         """Evaluate the newest global weights (a late evaluator skips to them); `final`: the run's score;
@@ -276,10 +293,8 @@ class Driver:
             self.evaluator = self.new_evaluator()
             return None
         self.ray.get(self.holder.add_eval.remote(result, weights), timeout=SYNC_TIMEOUT)
-        late = points_skipped(frames, self.frames, self.cfg.eval_every)
-        if late:
-            _say(self.run_dir, f"evaluator: {late} evaluation point(s) skipped: evaluating took longer than "
-                               f"--eval-every {self.cfg.eval_every} frames of training")
+        if late := skipped_line(frames, self.frames, self.cfg.eval_every):
+            _say(self.run_dir, late)
         return result
 
     def loop(self, console: Console) -> tuple[int, str]:
@@ -358,23 +373,9 @@ class Driver:
                 _say(self.run_dir, f"training done; the final evaluation: {self.cfg.final_eval_episodes} games of "
                                    "the last weights")
                 self.ask_eval(st["best"], final=True)
-                deadline = time.time() + self.cfg.final_eval_seconds
-                while note.signum is None and time.time() < deadline and self.pending_eval is not None and \
-                        not ray.wait([self.pending_eval[0]], timeout=0.25)[0]:
-                    self.hung()  # a hung evaluator is killed: the run ends unscored
-                final = None
-                if self.pending_eval is None:
-                    _say(self.run_dir, "the final evaluation was lost; the run ends unscored (--resume plays it)")
-                elif note.signum is None and time.time() < deadline:
-                    final = self.collect_eval()
-                elif note.signum is not None:  # so that --resume plays the final games
-                    self.pending_eval = None
-                    _say(self.run_dir, f"{SIGNALLED[note.signum][1]}: the final evaluation is cut short; the run "
-                                       "is saved without it")
-                else:
-                    self.pending_eval = None
-                    _say(self.run_dir, f"the final evaluation took over --final-eval-seconds "
-                                       f"{self.cfg.final_eval_seconds}; the run ends unscored (--resume plays it)")
+                missed = await_final(self.cfg.final_eval_seconds, note, self._final_played, self._drop_eval,
+                                     self._evaluator_hung, lambda line: _say(self.run_dir, line))
+                final = None if missed else self.collect_eval()
                 status, reason = ending(status, reason, [final] if final else [], note.signum)
             summary = ray.get(self.holder.finish.remote(reason, sorted(self.names.values())), timeout=SYNC_TIMEOUT)
         except RayError as e:

@@ -1,6 +1,5 @@
-"""Scoring a run, without torch: when to evaluate, what a confirmation of --stop-return decides, which
-evaluation is the run's score, how its end is said (exit status, the last line, summary.json), and the records kept of
-each evaluation."""
+"""Scoring a run, without torch: which evaluation is the run's score, how its end is said (exit status, the last line,
+summary.json), and the records kept of each evaluation. When a run evaluates: schedule.py."""
 
 from __future__ import annotations
 
@@ -9,38 +8,6 @@ import signal
 import time
 
 from hogwild_dqn import exits
-from hogwild_dqn.algorithms import ALGORITHMS
-
-
-def next_point(frames: int, every: int) -> int:
-    """The first evaluation point after `frames`: evaluations fall on multiples of --eval-every."""
-    return (frames // every + 1) * every
-
-
-def points_skipped(evaluated: int, now: int, every: int) -> int:
-    """Evaluation points that training passed while the evaluation at `evaluated` frames was played; the next
-    evaluation takes the newest weights (at `now`) and stands for the last of them."""
-    return max(0, now // every - evaluated // every - 1)
-
-
-def needs_confirmation(result: dict, stop_return: float | None) -> bool:
-    """A periodic evaluation (a few games) that reached --stop-return: its weights play a confirmation."""
-    return stop_return is not None and is_periodic(result) and result["mean_return"] >= stop_return
-
-
-def confirmation(games: dict, stop_return: float) -> dict:
-    """The confirmation of a periodic evaluation that reached --stop-return: the same weights over
-    --final-eval-episodes games (`games`, from play_games). It holds when their mean reaches --stop-return too;
-    then it is the run's final evaluation (its score), and the run stops."""
-    return {**games, "confirmation": True, "final": games["mean_return"] >= stop_return}
-
-
-def stop_reason(result: dict, stop_return: float | None) -> str | None:
-    """The run's final status when this evaluation is a confirmation that held; None otherwise."""
-    if stop_return is None or not result.get("confirmation") or not result.get("final"):
-        return None
-    return (f"solved: confirmed over {result['episodes']} games, mean {result['mean_return']:g} >= --stop-return "
-            f"{stop_return:g}")
 
 
 def eval_record(e: dict) -> dict:
@@ -147,7 +114,6 @@ def make_summary(run, reason: str, frames: int, evals: list, trained: int | None
     return {
         "game": run.cfg.game, "algo": run.cfg.algo, "threads": run.threads, "seed": run.cfg.seed, "status": reason,
         "protocol": getattr(run.spec, "protocol", run.cfg.game),  # the env as named with its scores
-        **({"update_precision": run.cfg.update_precision()} if ALGORITHMS[run.cfg.algo].minibatches else {}),
         "frames": frames, "wall_seconds": round(prior["wall_seconds"] + wall, 2),
         "frames_per_second": round((trained - prior["frames"]) / max(wall, 1e-9), 1),  # this session's
         **({"frames_trained": trained} if trained != frames else {}),

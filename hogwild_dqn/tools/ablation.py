@@ -17,20 +17,11 @@ import statistics
 import sys
 from pathlib import Path
 
+from hogwild_dqn.commands import command
 from hogwild_dqn.config import Parser
 from hogwild_dqn.exits import STOPPED
-from hogwild_dqn.tools import (
-    TRAIN,
-    check_same_run,
-    one_line_errors,
-    pyplot,
-    resume_or_start,
-    run_done,
-    save,
-    spread,
-    train,
-    write_text,
-)
+from hogwild_dqn.tools.output import pyplot, save, spread, write_text
+from hogwild_dqn.tools.runs import TRAIN, check_same_run, resume_or_start, run_done, train
 
 SETTINGS = {  # name -> (run dir name, train.py flags)
     "replay + target (DQN)": ("replay-target", []),
@@ -96,7 +87,7 @@ def plot(results: dict[str, list[dict]], out: Path) -> None:
     save(fig, out)
 
 
-@one_line_errors("ablation")
+@command("ablation", interrupted="stopped (Ctrl-C)")
 def main(argv: list[str] | None = None) -> int:
     p = Parser(prog="python -m hogwild_dqn.tools.ablation", description=__doc__.splitlines()[0])
     p.add_argument("--game", default="CartPole-v1")

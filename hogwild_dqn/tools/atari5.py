@@ -39,7 +39,7 @@ def estimate(scores: dict[str, float]) -> tuple[float, float, float]:
 if __name__ == "__main__":
     import sys
 
-    from hogwild_dqn.tools import not_a_command
+    from hogwild_dqn.commands import not_a_command
 
     sys.exit(not_a_command(__spec__.name, "`python -m hogwild_dqn.tools.benchmark --suite atari5` (with "
                                           "--report-only, the estimate from its records)"))

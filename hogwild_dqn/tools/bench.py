@@ -48,14 +48,16 @@ import torch
 import torch.multiprocessing as mp
 
 from hogwild_dqn.algorithms import ALGORITHMS
+from hogwild_dqn.commands import command
 from hogwild_dqn.config import Config, ConfigError, Parser
 from hogwild_dqn.envs import emulator_fps, env_spec, resolve
-from hogwild_dqn.processes import Processes, worker_loop
+from hogwild_dqn.processes import Processes
 from hogwild_dqn.rundir import Run
 from hogwild_dqn.shared import new_shared_state
-from hogwild_dqn.tools import one_line_errors, write_text
 from hogwild_dqn.tools.bench_evaluator import measure_evaluator
 from hogwild_dqn.tools.bench_points import FINAL_EPS, bench_config, flag_overrides, out_folder, point_overrides
+from hogwild_dqn.tools.output import write_text
+from hogwild_dqn.workers import run_worker
 
 START_SECONDS = 120  # spawning, importing torch and building the games may take this long on a loaded machine
 
@@ -196,11 +198,10 @@ def profile_worker(cfg: Config, frames: int, rows: int = 25) -> str:
     cfg = Config(**{**cfg.to_dict(), "frames": frames})
     spec = env_spec(cfg)
     shared = new_shared_state(cfg, spec, 1)
-    loop = worker_loop(cfg.algo)
     prof = cProfile.Profile()
     with tempfile.TemporaryDirectory() as run_dir:
         t0 = time.perf_counter()
-        prof.runcall(loop, 0, 0, Run(cfg, spec, Path(run_dir), 1), shared)
+        prof.runcall(run_worker, 0, 0, Run(cfg, spec, Path(run_dir), 1), shared)
         seconds = time.perf_counter() - t0
     out = io.StringIO()
     stats = pstats.Stats(prof, stream=out)
@@ -233,7 +234,7 @@ def table(cores: int, emu: float, results: list[dict], frame_skip: int) -> str:
     return "\n".join(lines)
 
 
-@one_line_errors("bench")
+@command("bench", interrupted="stopped (Ctrl-C)")
 def main(argv: list[str] | None = None) -> int:
     p = Parser(prog="python -m hogwild_dqn.tools.bench", description=__doc__.splitlines()[0])
     p.add_argument("--game", default="Pong")
@@ -295,10 +296,7 @@ def measure(args, baseline_dir: Path | None, baseline: str | None) -> int:
     against = f", against {args.baseline} ({baseline})" if baseline else ""
     print(f"benchmark on {cores} cores: {args.game}, {args.repeats} repeats of {args.seconds:g} s per point{against}")
     base = Config(game=args.game, frames=10**12, progress=False, video_steps=0)
-    labels = [(a, a, {}) for a in args.algos]
-    labels += [(a + FINAL_EPS, a, point_overrides(a + FINAL_EPS)) for a in args.algos if ALGORITHMS[a].replay]
-    labels += [(f"{label} {flags}", a, {**base_values, **values}) for flags, values in args.variants
-               for label, a, base_values in labels]
+    labels = row_labels(args)
     overrides = {label: values for label, _, values in labels}
     emu, samples = [], {(label, a, e, n): {"new": [], "baseline": []} for label, a, _ in labels
                         for e in ([1] if ALGORITHMS[a].replay else args.envs) for n in args.threads}
@@ -323,21 +321,7 @@ def measure(args, baseline_dir: Path | None, baseline: str | None) -> int:
                 print(f"  repeat {rep + 1}: {who}{label} x{n}, {e} games each: {fps:,.0f} frames/s, "
                       f"{ups:,.1f} updates/s", flush=True)
     emu_med = statistics.median(emu)
-    results = []
-    for (label, _, e, n), sides in samples.items():
-        v = sides["new"]
-        fps = statistics.median(f for f, _ in v)
-        r = {"algo": label, "threads": n, "envs_per_worker": e, "frames_per_second": fps,
-             "agent_steps_per_second": fps / base.frame_skip,
-             "updates_per_second": statistics.median(u for _, u in v), "repeats": len(v),
-             "samples": [f for f, _ in v], "update_samples": [u for _, u in v]}
-        if sides["baseline"]:
-            old = statistics.median(f for f, _ in sides["baseline"])
-            r.update({"baseline_frames_per_second": old, "ratio_to_baseline": fps / old,
-                      "baseline_samples": [f for f, _ in sides["baseline"]],
-                      "baseline_update_samples": [u for _, u in sides["baseline"]],
-                      "baseline_lacks": lacks.get(label, [])})
-        results.append(r)
+    results = medians(samples, lacks, base.frame_skip)
     md = table(cores, emu_med, results, base.frame_skip)
     if baseline:
         md += f"\n\nbaseline: {args.baseline} ({baseline}); ratio: median frames/s of the working tree / the baseline's"
@@ -350,6 +334,37 @@ def measure(args, baseline_dir: Path | None, baseline: str | None) -> int:
                                               "results": results}, indent=2))
     print(f"wrote {out / 'bench.md'} and {out / 'bench.json'}")
     return 0
+
+
+
+def row_labels(args) -> list[tuple[str, str, dict]]:
+    """(label, algorithm, config overrides) of each row of the table: the plain algorithms, a replay method at its
+    final epsilon, then each --with's flags over every one of them."""
+    labels = [(a, a, {}) for a in args.algos]
+    labels += [(a + FINAL_EPS, a, point_overrides(a + FINAL_EPS)) for a in args.algos if ALGORITHMS[a].replay]
+    labels += [(f"{label} {flags}", a, {**base_values, **values}) for flags, values in args.variants
+               for label, a, base_values in labels]
+    return labels
+
+
+def medians(samples: dict, lacks: dict[str, list[str]], frame_skip: int) -> list[dict]:
+    """Each point's result: the median of its repeats' rates, and beside it the baseline's where it was measured."""
+    results = []
+    for (label, _, e, n), sides in samples.items():
+        v = sides["new"]
+        fps = statistics.median(f for f, _ in v)
+        r = {"algo": label, "threads": n, "envs_per_worker": e, "frames_per_second": fps,
+             "agent_steps_per_second": fps / frame_skip,
+             "updates_per_second": statistics.median(u for _, u in v), "repeats": len(v),
+             "samples": [f for f, _ in v], "update_samples": [u for _, u in v]}
+        if sides["baseline"]:
+            old = statistics.median(f for f, _ in sides["baseline"])
+            r.update({"baseline_frames_per_second": old, "ratio_to_baseline": fps / old,
+                      "baseline_samples": [f for f, _ in sides["baseline"]],
+                      "baseline_update_samples": [u for _, u in sides["baseline"]],
+                      "baseline_lacks": lacks.get(label, [])})
+        results.append(r)
+    return results
 
 
 if __name__ == "__main__":

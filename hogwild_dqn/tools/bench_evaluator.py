@@ -14,8 +14,8 @@ import torch
 from hogwild_dqn.config import Config
 from hogwild_dqn.envs import emulator_fps, env_spec
 from hogwild_dqn.evaluation.games import evaluation_player, play_games
-from hogwild_dqn.tools import write_text
 from hogwild_dqn.tools.bench_points import bench_config, out_folder
+from hogwild_dqn.tools.output import write_text
 
 
 def evaluator_fps(cfg: Config, seconds: float) -> tuple[float, float, int]:
@@ -75,6 +75,6 @@ def measure_evaluator(args) -> int:
 if __name__ == "__main__":
     import sys
 
-    from hogwild_dqn.tools import not_a_command
+    from hogwild_dqn.commands import not_a_command
 
     sys.exit(not_a_command(__spec__.name, "`python -m hogwild_dqn.tools.bench --evaluator`"))

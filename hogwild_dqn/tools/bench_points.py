@@ -70,6 +70,6 @@ def out_folder(args) -> Path:
 if __name__ == "__main__":
     import sys
 
-    from hogwild_dqn.tools import not_a_command
+    from hogwild_dqn.commands import not_a_command
 
     sys.exit(not_a_command(__spec__.name, "`python -m hogwild_dqn.tools.bench`"))

@@ -32,19 +32,19 @@ from hogwild_dqn.config import DEFAULT_ALGO, ConfigError, Parser
 from hogwild_dqn.envs import resolve
 from hogwild_dqn.exits import STOPPED, UNSCORED, pipe_closed
 from hogwild_dqn.files import WriteFailed, atomic_bytes, cause, write_failed
-from hogwild_dqn.tools import (
+from hogwild_dqn.tools import published
+from hogwild_dqn.tools.machine import Session, describe, utc_now
+from hogwild_dqn.tools.runs import (
     TRAIN,
     check_same_run,
     done,
     kept_config,
-    published,
     read_json,
     resume_or_start,
     sessions_file,
     summary_at,
     train,
 )
-from hogwild_dqn.tools.machine import Session, describe, utc_now
 from hogwild_dqn.tools.suite_report import (
     HUMAN_REFERENCE,
     SB3,
@@ -212,9 +212,28 @@ def check_sb3() -> None:
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
+    """The suite's flags, with its --suite's games, frames and baseline where they are not given, checked."""
     argv = list(sys.argv[1:] if argv is None else argv)
     train_args = argv[argv.index("--") + 1:] if "--" in argv else []
     argv = argv[:argv.index("--")] if "--" in argv else argv
+    p = parser()
+    args = p.parse_args(argv)
+    games, frames, sb3, flags, kind = SUITES[args.suite]
+    args.train_args = [*flags, *train_args]  # flags after `--` come last, so they win
+    args.algo = args.algo or DEFAULT_ALGO[kind]
+    args.games = args.games or list(games)
+    args.frames = frames if args.frames is None else args.frames
+    args.sb3 = sb3 if args.sb3 is None else args.sb3
+    args.logdir = args.logdir or Path("runs/benchmark" + ("" if args.suite == "atari" else f"-{args.suite}"))
+    args.reference = references(p, args.references)
+    check_paths(p, args)
+    if min(args.frames, args.threads, args.reps) < 1 or len(set(args.seeds)) != len(args.seeds):
+        p.error("--frames, --threads and --reps must be positive and --seeds distinct")
+    return args
+
+
+def parser() -> Parser:
+    """The suite's command line, its flags unfilled (a --suite's values are filled in by parse)."""
     p = Parser(prog="python -m hogwild_dqn.tools.benchmark", description=__doc__.splitlines()[0])
     p.add_argument("--suite", choices=list(SUITES), default="atari",
                    help="the games, frames and baseline of a suite (atari: 6 games x 10M frames; atari-sticky: the "
@@ -237,35 +256,53 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--reference", action="append", default=[], metavar="GAME=RANDOM,HUMAN", dest="references",
                    help="random and human scores of a game the built-in table lacks (repeatable)")
     p.add_argument("--report-only", action="store_true", help="write the report of the runs there are; run none")
-    p.add_argument("--compare", type=Path, action="append", default=[], metavar="RECORDS",
+    p.add_argument("--compare", action="append", default=[], metavar="[LABEL=]RECORDS",
                    help="another suite's records (e.g. docs/benchmark/records, A3C's) beside this one: its IQM, "
                         "its performance profile and the probability that a run of ours beats one of its "
-                        "(repeatable)")
+                        "(repeatable); LABEL names it in the tables and figures (default: its algorithm and folder)")
+    p.add_argument("--label", default=None,
+                   help="this suite's name in the tables and figures beside others (default: its algorithm)")
     p.add_argument("--published", type=Path, default=None, metavar="CSV",
                    help="published scores beside ours (default on Atari: the checkout's "
                         "docs/published/atari_10m.csv, with its _seeds.csv)")
-    args = p.parse_args(argv)
-    games, frames, sb3, flags, kind = SUITES[args.suite]
-    args.train_args = [*flags, *train_args]  # flags after `--` come last, so they win
-    args.algo = args.algo or DEFAULT_ALGO[kind]
-    args.games = args.games or list(games)
-    args.frames = frames if args.frames is None else args.frames
-    args.sb3 = sb3 if args.sb3 is None else args.sb3
-    args.logdir = args.logdir or Path("runs/benchmark" + ("" if args.suite == "atari" else f"-{args.suite}"))
-    args.reference = dict(HUMAN_REFERENCE)
-    for given in args.references:
-        game, _, pair = given.partition("=")
+    return p
+
+
+def references(p: Parser, given: list[str]) -> dict[str, tuple[float, float]]:
+    """The (random, human) scores of each game: the built-in table's, with those of --reference over them."""
+    reference = dict(HUMAN_REFERENCE)
+    for one in given:
+        game, _, pair = one.partition("=")
         try:
             random_score, human = (float(v) for v in pair.split(","))
         except ValueError:
-            p.error(f"--reference {given!r}: expected GAME=RANDOM,HUMAN, e.g. Pong=-20.7,14.6")
+            p.error(f"--reference {one!r}: expected GAME=RANDOM,HUMAN, e.g. Pong=-20.7,14.6")
         if not (math.isfinite(random_score) and math.isfinite(human)):
-            p.error(f"--reference {given!r}: the random and human scores must be finite numbers")
+            p.error(f"--reference {one!r}: the random and human scores must be finite numbers")
         if human == random_score:
-            p.error(f"--reference {given!r}: the human and random scores must differ")
-        args.reference[game] = (random_score, human)
+            p.error(f"--reference {one!r}: the human and random scores must differ")
+        reference[game] = (random_score, human)
+    return reference
+
+
+def compared(given: list[str]) -> tuple[list[Path], dict[Path, str]]:
+    """--compare's folders, and the label given to each (LABEL=RECORDS) where one was."""
+    folders, labels = [], {}
+    for one in given:
+        label, sep, folder = one.rpartition("=")
+        path = Path(folder if sep and label else one)
+        folders.append(path)
+        if sep and label:
+            labels[path] = label
+    return folders, labels
+
+
+def check_paths(p: Parser, args: argparse.Namespace) -> None:
+    """Refuse a --record, --compare or --published that is not there as such; --published defaults, on Atari, to
+    the checkout's table."""
     if args.record and args.record.exists() and not args.record.is_dir():
         p.error(f"--record {args.record}: not a directory")
+    args.compare, args.compare_labels = compared(args.compare)
     for folder in args.compare:
         if not folder.is_dir():
             p.error(f"--compare {folder}: not a directory of records")
@@ -275,9 +312,6 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         args.published = published.PUBLISHED
     if args.published is not None and (bad := published.problem(args.published)):
         p.error(f"--published: {bad}")
-    if min(args.frames, args.threads, args.reps) < 1 or len(set(args.seeds)) != len(args.seeds):
-        p.error("--frames, --threads and --reps must be positive and --seeds distinct")
-    return args
 
 
 def main(argv: list[str] | None = None) -> int:

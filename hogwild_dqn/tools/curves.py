@@ -16,9 +16,11 @@ import math
 import sys
 from pathlib import Path
 
+from hogwild_dqn.commands import command
 from hogwild_dqn.config import Parser
 from hogwild_dqn.files import WriteFailed
-from hogwild_dqn.tools import one_line_errors, pyplot, read_json, save
+from hogwild_dqn.tools.output import pyplot, save
+from hogwild_dqn.tools.runs import read_json
 
 NEEDED = ("frames", "wall_seconds", "mean_return")
 
@@ -104,7 +106,7 @@ def draw(inputs: list[tuple[Path, str]], out: Path, x: str, by: str | None, line
     return len(lines)
 
 
-@one_line_errors("curves")
+@command("curves", interrupted="stopped (Ctrl-C)")
 def main(argv: list[str] | None = None) -> int:
     p = Parser(prog="python -m hogwild_dqn.tools.curves", description=__doc__.splitlines()[0])
     p.add_argument("csv", nargs="+",

@@ -17,8 +17,10 @@ import sys
 from pathlib import Path
 from typing import NamedTuple
 
+from hogwild_dqn.commands import command
 from hogwild_dqn.config import Parser
-from hogwild_dqn.tools import done, one_line_errors, seeds_said, suite_folder, summary_at, write_text
+from hogwild_dqn.tools.output import seeds_said, write_text
+from hogwild_dqn.tools.runs import done, suite_folder, summary_at
 from hogwild_dqn.tools.suites import SEEDS, SIX, SUITES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,18 +42,19 @@ class Shown(NamedTuple):
 
 
 # the default's first: a new default's suite is a new first row, and its predecessor loses its README column
-SHOWN = (Shown("PPO, the default from b475548: no value clip", "PPO, the default (sticky actions)", "ppo",
-               "docs/screens/ppo-vnorm-no-value-clip", "notebook.md#the-faster-learners-screens-issue-66",
+SHOWN = (Shown("PPO, the default from 2026-12-06: no value clip", "PPO, the default (sticky actions)", "ppo",
+               "docs/screens/ppo-vnorm-no-value-clip",
+               "notebook/faster-learner-3.md#the-faster-learners-screens-issue-66-part-3-no-value-clip",
                atari5="docs/screens/ppo-vnorm-no-value-clip-atari5", mujoco="docs/benchmark-mujoco-ppo"),
          Shown("PPO with the value clip (the default 2026-12-05 to 12-06)", "PPO, value clip (sticky)", "ppo",
                "docs/screens/ppo-vnorm",
-               "notebook.md#ppo-with-the-value-clip-the-default-from-2026-12-05-to-12-06-sticky-actions"),
-         Shown("PPO with raw returns (0c97936 to 2026-12-05)", "PPO, raw returns (sticky)", "ppo",
+               "notebook/earlier-defaults.md#ppo-with-the-value-clip-the-default-from-2026-12-05-to-12-06-sticky-actions"),
+         Shown("PPO with raw returns (2026-11-29 to 12-05)", "PPO, raw returns (sticky)", "ppo",
                "docs/benchmark-sticky/records",
-               "notebook.md#ppo-with-raw-returns-the-default-until-2026-12-05-sticky-actions",
+               "notebook/earlier-defaults.md#ppo-with-raw-returns-the-default-until-2026-12-05-sticky-actions",
                atari5="docs/benchmark-atari5", pong="docs/ppo_pong_confirmed"),
-         Shown("PPO with 2 epochs a rollout (until 0c97936)", "", "ppo", "docs/benchmark-ppo/records",
-               "notebook.md#ppo-with-2-epochs-a-rollout-the-default-until-0c97936"),
+         Shown("PPO with 2 epochs a rollout (until 2026-11-29)", "", "ppo", "docs/benchmark-ppo/records",
+               "notebook/earlier-defaults.md#ppo-with-2-epochs-a-rollout-the-default-until-2026-11-29"),
          Shown("A3C (`--algo a3c`; no sticky actions, no FIRE reset: the runs predate both flags)",
                "A3C (`--algo a3c`)", "a3c", "docs/benchmark/records", "results.md#a3c---algo-a3c-beside-it",
                pong="docs/pong_confirmed", mujoco="docs/benchmark-mujoco"))
@@ -179,7 +182,7 @@ def replace(text: str, block: str, start: str = START, end: str = END, name: str
     return f"{head}{start}\n{block}\n{end}{rest.split(end, 1)[1]}"
 
 
-@one_line_errors("frontpage")
+@command("frontpage", interrupted="stopped (Ctrl-C)")
 def main(argv: list[str] | None = None) -> int:
     p = Parser(prog="python -m hogwild_dqn.tools.frontpage", description=__doc__.splitlines()[0])
     p.add_argument("--check", action="store_true", help="exit 1 if a table differs from the records'")

@@ -1,5 +1,5 @@
 """What a trained actor-critic's network does over one game: the torso's features, the LSTM cells and gates, the
-policy's entropy. Made to see the A3C-LSTM's collapse (docs/notebook.md, "A3C-LSTM on Pong") in numbers.
+policy's entropy. Made to see the A3C-LSTM's collapse (docs/notebook/a3c-lstm.md) in numbers.
 
     python -m hogwild_dqn.tools.probe RUN_DIR [--steps 400] [--best] [--seed 0]
 
@@ -25,13 +25,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from hogwild_dqn.commands import command
 from hogwild_dqn.config import ConfigError, Parser
 from hogwild_dqn.distributions import gaussian, log_prob_entropy
 from hogwild_dqn.envs import make_env
 from hogwild_dqn.evaluation.policy import load_policy
 from hogwild_dqn.metrics import feature_spread
 from hogwild_dqn.networks import is_recurrent
-from hogwild_dqn.tools import one_line_errors
 
 
 def gates(lstm: torch.nn.LSTMCell, x: torch.Tensor, h: torch.Tensor) -> tuple[torch.Tensor, ...]:
@@ -110,7 +110,7 @@ def probe(run_dir: Path, steps: int, best: bool, seed: int) -> dict:
     return out
 
 
-@one_line_errors("probe")
+@command("probe", interrupted="stopped (Ctrl-C)")
 def main(argv: list[str] | None = None) -> int:
     p = Parser(prog="python -m hogwild_dqn.tools.probe", description=__doc__.splitlines()[0])
     p.add_argument("run_dir", type=Path)

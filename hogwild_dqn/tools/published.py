@@ -89,7 +89,7 @@ def run_matrix(p: Published, games: list[str], normalize) -> list[list[float]] |
 if __name__ == "__main__":
     import sys
 
-    from hogwild_dqn.tools import not_a_command
+    from hogwild_dqn.commands import not_a_command
 
     sys.exit(not_a_command(__spec__.name, "`python -m hogwild_dqn.tools.benchmark --report-only` (its report sets "
                                           "the published rows beside a suite)"))

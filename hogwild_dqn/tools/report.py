@@ -18,9 +18,11 @@ from pathlib import Path
 
 import yaml
 
+from hogwild_dqn.commands import command
 from hogwild_dqn.config import Parser, is_number, variant
 from hogwild_dqn.evaluation.scores import is_periodic
-from hogwild_dqn.tools import ended, fmt, one_line_errors, pyplot, save, summary_at, write_text
+from hogwild_dqn.tools.output import fmt, pyplot, save, write_text
+from hogwild_dqn.tools.runs import ended, summary_at
 
 # Reference scores for the speedup table when --score is not given (CartPole: the classic "solved" mark;
 # Atari: scores the paper's 16-thread agents passed early in training).
@@ -248,7 +250,7 @@ def write_report(logdir: Path, score: float | None, game: str | None = None) -> 
     return out
 
 
-@one_line_errors("report")
+@command("report", interrupted="stopped (Ctrl-C)")
 def main(argv: list[str] | None = None) -> int:
     p = Parser(prog="python -m hogwild_dqn.tools.report", description=__doc__.splitlines()[0])
     p.add_argument("--logdir", default="runs", help="log root holding the run dirs (default: runs)")

@@ -20,8 +20,10 @@ from pathlib import Path
 
 import psutil
 
+from hogwild_dqn.commands import command
 from hogwild_dqn.config import Parser
-from hogwild_dqn.tools import TRAIN, one_line_errors, write_text
+from hogwild_dqn.tools.output import write_text
+from hogwild_dqn.tools.runs import TRAIN
 
 
 def roles(main: psutil.Process) -> dict[int, str]:
@@ -51,7 +53,7 @@ def rss_mib(pids: dict[int, str]) -> dict[str, float]:
     return out
 
 
-@one_line_errors("soak")
+@command("soak", interrupted="stopped (Ctrl-C)")
 def main(argv: list[str] | None = None) -> int:
     p = Parser(prog="python -m hogwild_dqn.tools.soak", description=__doc__.splitlines()[0])
     p.add_argument("--minutes", type=float, default=30.0, help="length of the run")

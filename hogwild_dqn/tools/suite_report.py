@@ -26,24 +26,10 @@ from pathlib import Path
 from hogwild_dqn.config import ConfigError
 from hogwild_dqn.envs import resolve
 from hogwild_dqn.evaluation.scores import is_periodic
-from hogwild_dqn.tools import (
-    atari5,
-    done,
-    ended,
-    fmt,
-    published,
-    pyplot,
-    read_json,
-    read_yaml_file,
-    save,
-    seeds_said,
-    sessions_file,
-    spread,
-    suite_folder,
-    summary_at,
-    write_text,
-)
+from hogwild_dqn.tools import atari5, published
 from hogwild_dqn.tools.machine import sessions_line
+from hogwild_dqn.tools.output import fmt, pyplot, save, seeds_said, spread, write_text
+from hogwild_dqn.tools.runs import done, ended, read_json, read_yaml_file, sessions_file, suite_folder, summary_at
 
 SB3 = "sb3_a2c"  # the baseline's name in run dirs and tables
 OLDER_PROTOCOL = ("not recorded (runs before the protocol was named: no sticky actions, up to 30 no-op starts, no "
@@ -290,22 +276,36 @@ def beside_others(args: argparse.Namespace, scores: list[Score], agg: dict, out:
     beats one of a compared suite's (rliable's, averaged over games), and the figure of the IQMs
     (benchmark_beside.png) and of the probabilities (benchmark_improvement.png); the compared suites' performance
     profiles join ours. Nothing without either."""
-    import numpy as np
-
     _, metrics = rliable()
     games = [g for g in args.games if g in agg["games"]]  # the suite's order
-    ref = args.reference
-
-    def normalize(game: str, score: float) -> float:
-        return (score - ref[game][0]) / (ref[game][1] - ref[game][0])
-
-    ours = run_matrix(scores, args.seeds, games)
     protocol = next((s.protocol for s in scores if s.protocol), "not recorded")
     means = {g: statistics.mean(s.final_mean for s in scores if s.game == g) for g in games}
     five = all(g in games for g in atari5.GAMES)  # Atari-5's estimate of the 57-game median, where it applies
-    rows = [(f"{args.algo}, this suite ({seeds_said(len(args.seeds))})", protocol,
+    rows = [(f"{args.label or f'{args.algo}, this suite'} ({seeds_said(len(args.seeds))})", protocol,
              (agg["iqm"], agg["low"], agg["high"]), means, agg["atari5"])]
-    lines, profiles, improvements = [], {}, {}
+    compared, lines, profiles, improvements = beside_suites(args, scores, agg, out, games, means, metrics)
+    rows += compared
+    rows += beside_published(args, games, five, metrics)
+    if len(rows) == 1:
+        return []
+    head = beside_table(args, games, rows, five)
+    plot_beside([(r[0], r[2]) for r in rows if r[2][0] is not None], out / "benchmark_beside.png")
+    agg["others"] = profiles
+    figures = ["", "![IQM of each algorithm](benchmark_beside.png)"]
+    if improvements:
+        plot_improvement(improvements, out / "benchmark_improvement.png")
+        figures += ["", "![probability of improvement over each compared suite](benchmark_improvement.png)"]
+    return head + ([""] + lines if lines else []) + figures
+
+
+def beside_suites(args: argparse.Namespace, scores: list[Score], agg: dict, out: Path, games: list[str],
+                  means: dict[str, float], metrics) -> tuple[list[tuple], list[str], dict, dict]:
+    """Each --compare suite's row of the table, its lines under it (the probability that a run of ours beats one
+    of its, the games where our mean is below its), its performance profile and its probability of improvement."""
+    import numpy as np
+
+    ours = run_matrix(scores, args.seeds, games)
+    rows, lines, profiles, improvements = [], [], {}, {}
     # a suite is named by its folder beside its algorithm: two suites of one algorithm (epochs, protocols) differ
     ours_name = f"{args.algo} ({suite_folder(args.record or out).name})"
     for folder in args.compare:
@@ -319,7 +319,7 @@ def beside_others(args: argparse.Namespace, scores: list[Score], agg: dict, out:
         matrix = run_matrix(theirs, seeds, games)
         poi = interval({"poi": (ours, matrix)},
                        lambda x, y: np.array([metrics.probability_of_improvement(x, y)]), args.reps)["poi"]
-        label = f"{algo}, `{folder}` ({seeds_said(len(seeds))})"
+        label = f"{args.compare_labels.get(folder) or f'{algo}, `{folder}`'} ({seeds_said(len(seeds))})"
         rows.append((label, next((s.protocol for s in theirs if s.protocol), OLDER_PROTOCOL),
                      (their["iqm"], their["low"], their["high"]),
                      {g: statistics.mean(s.final_mean for s in theirs if s.game == g) for g in games},
@@ -332,6 +332,20 @@ def beside_others(args: argparse.Namespace, scores: list[Score], agg: dict, out:
                      f"{worded(*poi[1:], name='95% CI')}; rliable's "
                      "probability of improvement, averaged over games).")
         lines.append(f"- Game by game against {their_name}: " + below(means, theirs, games))
+    return rows, lines, profiles, improvements
+
+
+def beside_published(args: argparse.Namespace, games: list[str], five: bool, metrics) -> list[tuple]:
+    """Each published algorithm's row of the table (--published): its IQM where the source gives each run's
+    scores, its games' mean scores, and where `five`, its Atari-5 estimate."""
+    import numpy as np
+
+    ref = args.reference
+
+    def normalize(game: str, score: float) -> float:
+        return (score - ref[game][0]) / (ref[game][1] - ref[game][0])
+
+    rows = []
     for pub in published.read(args.published, games) if args.published else []:
         runs = published.run_matrix(pub, games, normalize)
         iqm = (interval({"iqm": np.array(runs)}, lambda x: np.array([metrics.aggregate_iqm(x)]), args.reps)["iqm"]
@@ -341,8 +355,11 @@ def beside_others(args: argparse.Namespace, scores: list[Score], agg: dict, out:
         raw = published.run_matrix(pub, games, lambda game, score: score)
         rows.append((label, pub.protocol, iqm, pub.means,
                      atari5_estimate(pub.means, np.array(raw) if raw else None, games, args.reps) if five else None))
-    if len(rows) == 1:
-        return []
+    return rows
+
+
+def beside_table(args: argparse.Namespace, games: list[str], rows: list[tuple], five: bool) -> list[str]:
+    """The table of the suite beside the other algorithms, with what its columns and rows are said above it."""
     on = f"these {len(games)} games" if len(games) > 1 else games[0]
     head = ["", f"Beside other algorithms on {on} (IQM pooled over runs x games, 95% "
             "stratified-bootstrap CI; each game's mean score over seeds)."
@@ -362,13 +379,7 @@ def beside_others(args: argparse.Namespace, scores: list[Score], agg: dict, out:
         head.append(f"| {label} | {rest if game in args.games else protocol} | "
                     f"{shown(iqm, low, high)} | " + " | ".join(fmt(game_means[g]) for g in games) + " |"
                     + (f" {atari5_cell(estimate)} |" if five else ""))
-    plot_beside([(r[0], r[2]) for r in rows if r[2][0] is not None], out / "benchmark_beside.png")
-    agg["others"] = profiles
-    figures = ["", "![IQM of each algorithm](benchmark_beside.png)"]
-    if improvements:
-        plot_improvement(improvements, out / "benchmark_improvement.png")
-        figures += ["", "![probability of improvement over each compared suite](benchmark_improvement.png)"]
-    return head + ([""] + lines if lines else []) + figures
+    return head
 
 
 def below(means: dict[str, float], theirs: list[Score], games: list[str]) -> str:
@@ -550,63 +561,16 @@ def write_report(args: argparse.Namespace) -> Path:
     scores = read_scores(args)
     if not scores:
         raise BenchmarkError(f"no finished or cut runs of this suite under {args.logdir}")
-    # the header and the curves' axis are the flags': runs of another budget would be tabled as runs they are not
-    other = next((s for s in scores if s.budget and s.budget[0] is not None
-                  and s.budget != (args.frames, args.threads)), None)
-    if other:
-        raise BenchmarkError(f"{other.game} seed {other.seed} was run with {other.budget[0]:,} frames and "
-                             f"{other.budget[1]} workers, not this report's --frames {args.frames} --threads "
-                             f"{args.threads}: give the runs' own")
+    check_budget(args, scores)
     out = args.out or args.logdir
     out.mkdir(parents=True, exist_ok=True)
-    references = ", ".join(f"{g} {args.reference[g][0]:g} / {args.reference[g][1]:g}" for g in args.games
-                           if g in args.reference)
-    normalized = (" Human-normalized as (score − random) / (human − random) with the random and human scores "
-                  f"{references} (no-op starts, DeepMind's dqn_zoo `atari_data.py`, unless given with --reference)."
-                  if references else "")
+    normalized = normalized_with(args)
     frames, games = units(args.games)
     agg = aggregate(scores, args.seeds, args.reps)
     lines = [f"# Benchmark: {args.algo}, {args.threads} workers, {args.frames:,} {frames}, seeds "
              f"{' '.join(map(str, args.seeds))}", ""]
-    if not any(g in args.reference for g in args.games):
-        lines += ["No IQM: these games have no random and human reference scores (--reference adds them).", ""]
-    elif agg is None:
-        lines += ["IQM: no game has all its seeds scored yet.", ""]
-    else:
-        missing = [g for g in args.games if g not in agg["games"]]
-        runs = len(agg["games"]) * len(args.seeds)
-        # Until every game has its seeds, the IQM of those that do is not the suite's: said so first, not bold.
-        have = "has" if len(agg["games"]) == 1 else "have"
-        partial = (f"So far, not yet the suite's: {len(agg['games'])} of its {len(args.games)} games {have} all their "
-                   f"seeds ({', '.join(agg['games'])}). " if missing else "")
-        bold = "" if missing else "**"
-        resamples = "" if agg["low"] is None else f"; {args.reps:,} resamples"  # they say nothing without an interval
-        lines += [f"{partial}{bold}IQM of human-normalized final scores, pooled over the {runs} runs (rliable): "
-                  f"{agg['iqm']:.3f} ({worded(agg['low'], agg['high'])}){bold} over "
-                  f"{len(agg['games'])} "
-                  f"game{'s' * (len(agg['games']) != 1)} x {seeds_said(len(args.seeds))}; median {agg['median']:.3f}, "
-                  f"mean {agg['mean']:.3f}{resamples}. IQM of the games' mean human-normalized final "
-                  f"scores: {agg['game_iqm']:.3f} ({worded(agg['game_low'], agg['game_high'])}), each game one value."
-                  + (f" Not yet in them: {', '.join(missing)}." if missing else ""), ""]
-        if agg["atari5"]:
-            median, low, high, ci = agg["atari5"]
-            lines += [f"{bold}Atari-5's estimate of the median human-normalized score over the 57 games (Aitchison et "
-                      f"al. 2023): {median:.3f}{bold} (the paper's band of ±{atari5.RELATIVE_ERROR:.1%}: {low:.3f} to "
-                      f"{high:.3f}" + (f"; 95% stratified-bootstrap CI over runs {ci[0]:.3f} to {ci[1]:.3f}" if ci else
-                                       f"; {NO_INTERVAL}")
-                      + "), from its five games' mean scores; published algorithms' estimates beside it below.", ""]
-    lines += [f"Runs under `{args.logdir}`" + (f" or recorded in `{args.record}`" if args.record else "") +
-              "; the code and machine of each run are in its `chain.log`. The score of a "
-              f"run is its last weights over {max(s.episodes for s in scores)} {games} (`final_eval` in its "
-              f"summary.json).{normalized}", "",
-              "| game | runs scored | final score (mean ± std over seeds) | human-normalized (mean) | each seed's "
-              "final score | best periodic evaluation, mean over seeds (a curve point, not the score) | wall "
-              "minutes, each seed (bare emulator frames/s, other work's share of the CPU) |",
-              "| --- | --- | --- | --- | --- | --- | --- |"]
-    lines += [game_row(g, [s for s in scores if s.game == g], len(args.seeds)) for g in args.games]
-    lines += ["", "Protocol of each game, as its runs' summaries name it: " + "; ".join(protocols(scores)) + "."]
-    if any(x.get("code") for s in scores for x in s.sessions or []):  # records older than sessions name none
-        lines += ["", f"Code of the runs, as their records' sessions name it: {codes(scores)}."]
+    lines += headline(args, agg)
+    lines += runs_table(args, scores, games, normalized)
     theirs = read_scores(args, SB3)
     write_csv(args, scores, theirs, out / "benchmark.csv")
     for source in sorted({s.source for s in scores + theirs if s.source}):
@@ -628,9 +592,77 @@ def write_report(args: argparse.Namespace) -> Path:
     return out / "benchmark.md"
 
 
+def check_budget(args: argparse.Namespace, scores: list[Score]) -> None:
+    """Refuse runs whose config asked for other frames or workers than this report's flags."""
+    # the header and the curves' axis are the flags': runs of another budget would be tabled as runs they are not
+    other = next((s for s in scores if s.budget and s.budget[0] is not None
+                  and s.budget != (args.frames, args.threads)), None)
+    if other:
+        raise BenchmarkError(f"{other.game} seed {other.seed} was run with {other.budget[0]:,} frames and "
+                             f"{other.budget[1]} workers, not this report's --frames {args.frames} --threads "
+                             f"{args.threads}: give the runs' own")
+
+
+def normalized_with(args: argparse.Namespace) -> str:
+    """The sentence naming the random and human scores the scores are normalized with ("" where none is known)."""
+    references = ", ".join(f"{g} {args.reference[g][0]:g} / {args.reference[g][1]:g}" for g in args.games
+                           if g in args.reference)
+    return (" Human-normalized as (score − random) / (human − random) with the random and human scores "
+            f"{references} (no-op starts, DeepMind's dqn_zoo `atari_data.py`, unless given with --reference)."
+            if references else "")
+
+
+def headline(args: argparse.Namespace, agg: dict | None) -> list[str]:
+    """The report's opening lines: the IQMs with their intervals and Atari-5's estimate, or why there are none."""
+    if not any(g in args.reference for g in args.games):
+        return ["No IQM: these games have no random and human reference scores (--reference adds them).", ""]
+    if agg is None:
+        return ["IQM: no game has all its seeds scored yet.", ""]
+    missing = [g for g in args.games if g not in agg["games"]]
+    runs = len(agg["games"]) * len(args.seeds)
+    # Until every game has its seeds, the IQM of those that do is not the suite's: said so first, not bold.
+    have = "has" if len(agg["games"]) == 1 else "have"
+    partial = (f"So far, not yet the suite's: {len(agg['games'])} of its {len(args.games)} games {have} all their "
+               f"seeds ({', '.join(agg['games'])}). " if missing else "")
+    bold = "" if missing else "**"
+    resamples = "" if agg["low"] is None else f"; {args.reps:,} resamples"  # they say nothing without an interval
+    lines = [f"{partial}{bold}IQM of human-normalized final scores, pooled over the {runs} runs (rliable): "
+             f"{agg['iqm']:.3f} ({worded(agg['low'], agg['high'])}){bold} over "
+             f"{len(agg['games'])} "
+             f"game{'s' * (len(agg['games']) != 1)} x {seeds_said(len(args.seeds))}; median {agg['median']:.3f}, "
+             f"mean {agg['mean']:.3f}{resamples}. IQM of the games' mean human-normalized final "
+             f"scores: {agg['game_iqm']:.3f} ({worded(agg['game_low'], agg['game_high'])}), each game one value."
+             + (f" Not yet in them: {', '.join(missing)}." if missing else ""), ""]
+    if agg["atari5"]:
+        median, low, high, ci = agg["atari5"]
+        lines += [f"{bold}Atari-5's estimate of the median human-normalized score over the 57 games (Aitchison et "
+                  f"al. 2023): {median:.3f}{bold} (the paper's band of ±{atari5.RELATIVE_ERROR:.1%}: {low:.3f} to "
+                  f"{high:.3f}" + (f"; 95% stratified-bootstrap CI over runs {ci[0]:.3f} to {ci[1]:.3f}" if ci else
+                                   f"; {NO_INTERVAL}")
+                  + "), from its five games' mean scores; published algorithms' estimates beside it below.", ""]
+    return lines
+
+
+def runs_table(args: argparse.Namespace, scores: list[Score], games: str, normalized: str) -> list[str]:
+    """Where the runs are and what a run's score is, the table of each game's runs, and their protocol and code."""
+    lines = [f"Runs under `{args.logdir}`" + (f" or recorded in `{args.record}`" if args.record else "") +
+             "; the code and machine of each run are in its `chain.log`. The score of a "
+             f"run is its last weights over {max(s.episodes for s in scores)} {games} (`final_eval` in its "
+             f"summary.json).{normalized}", "",
+             "| game | runs scored | final score (mean ± std over seeds) | human-normalized (mean) | each seed's "
+             "final score | best periodic evaluation, mean over seeds (a curve point, not the score) | wall "
+             "minutes, each seed (bare emulator frames/s, other work's share of the CPU) |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    lines += [game_row(g, [s for s in scores if s.game == g], len(args.seeds)) for g in args.games]
+    lines += ["", "Protocol of each game, as its runs' summaries name it: " + "; ".join(protocols(scores)) + "."]
+    if any(x.get("code") for s in scores for x in s.sessions or []):  # records older than sessions name none
+        lines += ["", f"Code of the runs, as their records' sessions name it: {codes(scores)}."]
+    return lines
+
+
 if __name__ == "__main__":
     import sys
 
-    from hogwild_dqn.tools import not_a_command
+    from hogwild_dqn.commands import not_a_command
 
     sys.exit(not_a_command(__spec__.name, "`python -m hogwild_dqn.tools.benchmark --report-only`"))

@@ -18,6 +18,6 @@ SUITES = {  # name -> (games, frames of each run, SB3 A2C beside it, train.py fl
 if __name__ == "__main__":
     import sys
 
-    from hogwild_dqn.tools import not_a_command
+    from hogwild_dqn.commands import not_a_command
 
     sys.exit(not_a_command(__spec__.name, "`python -m hogwild_dqn.tools.benchmark --suite NAME`"))

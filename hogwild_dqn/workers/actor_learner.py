@@ -2,7 +2,7 @@
 exploration, its games, its learning-rate schedule, the one gradient step into the shared model, the checks that
 end its loop, and its logging; and what the loops share in collecting experience: their games' first
 observations, one step of a game (its score logged when it ends), the shared observation statistics fed.
-worker.py (the on-policy methods), ppo_worker.py (PPO) and replay_worker.py (DQN) each add their own loop body
+segments.py, rollouts.py and replay.py each add their family's loop body
 (`step`)."""
 
 from __future__ import annotations

@@ -10,27 +10,29 @@ leaves this process.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import torch
 
 from hogwild_dqn.acting import act_many
-from hogwild_dqn.actor_learner import ActorLearner
-from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.algorithms.dqn import Batch
 from hogwild_dqn.networks import network_for
-from hogwild_dqn.replay import NStep, ReplayMemory
-from hogwild_dqn.rundir import Run
-from hogwild_dqn.shared import SharedState, sync_local
+from hogwild_dqn.preflight import warm
+from hogwild_dqn.replay_memory import NStep, ReplayMemory
+from hogwild_dqn.shared import sync_local
+from hogwild_dqn.workers.actor_learner import ActorLearner
 
 
 class Learner:
     """The local network and what one minibatch update needs."""
 
-    def __init__(self, worker: ActorLearner):
+    def __init__(self, worker: ActorLearner, loss: Callable):
+        """`loss`: algorithms.dqn.dqn_loss's signature."""
         self.w, self.cfg = worker, worker.cfg
         self.local = network_for(worker.cfg, worker.run.spec)
         self.params, self.shared_params = list(self.local.parameters()), list(worker.shared.model.parameters())
-        self.loss_fn = ALGORITHMS[worker.cfg.algo].loss
+        self.loss_fn = loss
 
     def act(self, obs, eps) -> int:
         """Epsilon-greedy on the shared network's Q-values: the freshest weights, read in place."""
@@ -53,36 +55,13 @@ class Learner:
         return info
 
 
-def warm(memory_size: int, cfg, threads: int, frames_per_step: int) -> bool:
-    """Whether a worker's own memory holds its share of --learning-starts (frames / threads), so that it may
-    learn: counted in its memory, not in global frames, which a resumed or restarted worker passed long ago."""
-    return memory_size * frames_per_step * threads >= cfg.learning_starts
-
-
-FULL = 0.9  # a full memory holds under --replay-size: a game of L steps keeps L + (stacked) frames for its L
-            # transitions, so short games (10 steps of a vector task) fill only some 0.9 of it
-
-
-def never_warm(cfg, spec, threads: int) -> str | None:
-    """Why the workers' memories could never hold --learning-starts (they would play every frame and learn from
-    none, and the run would still end "finished"); None if they can, or the algorithm keeps no memory."""
-    if not ALGORITHMS[cfg.algo].replay:
-        return None
-    room = int(FULL * cfg.replay_size) * spec.frames_per_step * threads
-    if warm(int(FULL * cfg.replay_size), cfg, threads, spec.frames_per_step):
-        return None
-    return (f"--learning-starts {cfg.learning_starts:,} frames is more than {threads} replay memor"
-            f"{'y' if threads == 1 else 'ies'} of --replay-size {cfg.replay_size:,} transitions can be relied on to "
-            f"hold ({room:,} frames): the workers would never learn; lower --learning-starts or raise --replay-size")
-
-
 class Replay:
     """The DQN loop body: one env step into this worker's memory, then (every --train-every steps, once the
     memory is warm) one minibatch update."""
 
-    def __init__(self, worker: ActorLearner):
+    def __init__(self, worker: ActorLearner, loss: Callable):
         self.w, cfg, spec = worker, worker.cfg, worker.run.spec
-        self.learner = Learner(worker)
+        self.learner = Learner(worker, loss)
         self.memory = ReplayMemory(cfg.replay_size, spec.obs_shape, spec.is_atari)
         self.nstep = NStep(cfg.n_step, cfg.gamma)
         (self.env,) = worker.envs
@@ -109,9 +88,3 @@ class Replay:
                 not warm(len(memory), cfg, w.run.threads, w.run.spec.frames_per_step):
             return
         w.logged(self.learner.update(memory), eps, lambda: {"charts/replay_size": len(memory)})
-
-
-def run_replay_worker(rank: int, restart: int, run: Run, shared: SharedState) -> None:
-    """The DQN worker; runs inline too (tests, debuggers)."""
-    worker = ActorLearner(rank, restart, run, shared, games=1)
-    worker.loop(Replay(worker).step)

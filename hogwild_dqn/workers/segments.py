@@ -1,10 +1,11 @@
-"""The on-policy methods' loop body (OnPolicy): sync -> act t_max steps in each of the worker's games -> one
-loss -> push gradients -> count frames. What every worker has besides is in actor_learner.py; DQN's loop body is
-in replay_worker.py, PPO's in ppo_worker.py; the process's entry point in processes.py."""
+"""The segment family's loop body (OnPolicy: one-step Q and SARSA, n-step Q, A3C): sync -> act t_max steps in each of
+the worker's games -> one loss over their segments -> push gradients -> count frames. What every worker has besides
+is in actor_learner.py."""
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -12,13 +13,11 @@ import torch
 
 from hogwild_dqn import metrics
 from hogwild_dqn.acting import act_many
-from hogwild_dqn.actor_learner import ActorLearner
 from hogwild_dqn.algorithms import ALGORITHMS
 from hogwild_dqn.algorithms.returns import Segment
 from hogwild_dqn.distributions import sample
 from hogwild_dqn.networks import is_recurrent
-from hogwild_dqn.rundir import Run
-from hogwild_dqn.shared import SharedState
+from hogwild_dqn.workers.actor_learner import ActorLearner
 
 
 class GameStates:
@@ -96,10 +95,12 @@ class OnPolicy:
     """The loop body of the on-policy methods (one-step Q and SARSA, n-step Q, A3C): sync the local copy, act up
     to t_max steps in each of the worker's games, one loss over all their segments into the shared model."""
 
-    def __init__(self, worker: ActorLearner):
+    def __init__(self, worker: ActorLearner, loss: Callable):
+        """`loss`: (outputs, target_q_next, segment, *, gamma, entropy_beta, value_coef, gae_lambda) -> (loss,
+        metrics), the signature of algorithms.a3c's and algorithms.q_learning's."""
         self.w, cfg, spec = worker, worker.cfg, worker.run.spec
-        self.algo = algo = ALGORITHMS[cfg.algo]
-        self.loss_fn = functools.partial(algo.loss, gamma=cfg.gamma, entropy_beta=cfg.entropy_beta,
+        self.algo = ALGORITHMS[cfg.algo]
+        self.loss_fn = functools.partial(loss, gamma=cfg.gamma, entropy_beta=cfg.entropy_beta,
                                          value_coef=cfg.value_coef, gae_lambda=cfg.gae_lambda)
         self.local, self.sync = worker.local_copy()
         self.states = GameStates(self.local, cfg.envs_per_worker) if is_recurrent(self.local) else None
@@ -192,9 +193,3 @@ class OnPolicy:
             if self.states is not None and not life_lost[k]:
                 self.states.end_game(k)
             self.obs_np[k, 0], _ = self.w.envs[k].reset()
-
-
-def run_worker(rank: int, restart: int, run: Run, shared: SharedState) -> None:
-    """The on-policy worker; runs inline too (tests, debuggers)."""
-    worker = ActorLearner(rank, restart, run, shared, run.cfg.envs_per_worker)
-    worker.loop(OnPolicy(worker).step)
