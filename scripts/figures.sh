@@ -141,3 +141,7 @@ vnorm_seeds Breakout ppo_vnorm_breakout_frames.png \
 vnorm_seeds SpaceInvaders ppo_vnorm_spaceinvaders_frames.png \
   "SpaceInvaders, seeds 1-3, sticky: value normalization and the default"
 vnorm_seeds Pong ppo_vnorm_pong_frames.png "Pong, seeds 1-3, sticky actions: value normalization and the default"
+$PY -m hogwild_dqn.tools.curves --out docs/pqn_beamrider_frames.png \
+  --title "BeamRider, seed 1, sticky actions: periodic evaluations (5 games)" \
+  "docs/screens/pqn/BeamRider-pqn-s1.json=pqn (Q(lambda), 4d60c61)" \
+  "docs/screens/ppo-vnorm-no-value-clip/BeamRider-ppo-s1.json=ppo, the default (f3f2450)"
