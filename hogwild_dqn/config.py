@@ -387,14 +387,14 @@ def read_yaml(path: str | Path, _seen: tuple[Path, ...] = (), origins: dict[str,
     return below | data
 
 
-def _current(values: dict, where: str) -> dict:
+def _current(values: dict, where: str, strict: bool = True) -> dict:
     """Settings of an older version as today's: renamed keys under their names; removed ones dropped where they held
-    what today does, else one line saying so."""
+    what today does, else (`strict`: a run to train on) one line saying so."""
     for key, same in REMOVED.items():
-        if key in values and values.pop(key) != same:
+        if strict and key in values and values[key] != same:
             raise ConfigError(f"{where}: {key!r} is no longer a setting (the trainer runs as with {same!r}); "
                               "remove it to go on")
-    return {RENAMED.get(k, k): v for k, v in values.items()}
+    return {RENAMED.get(k, k): v for k, v in values.items() if k not in REMOVED}
 
 
 def _coerce(key: str, value, where: str):
@@ -422,8 +422,9 @@ def _coerce(key: str, value, where: str):
 
 def saved_values(values: dict, where: str) -> dict:
     """The known settings of a config read back (a checkpoint's), each checked for its kind as a config file's
-    are: a value edited to another kind is one ConfigError line naming `where`, not a traceback later."""
-    values = _current(values, where)
+    are: a value edited to another kind is one ConfigError line naming `where`, not a traceback later. Settings
+    an older version had and this one has not are left out: playing its weights needs none of them."""
+    values = _current(values, where, strict=False)
     return {k: _coerce(k, v, f"{where} {k}") for k, v in values.items() if k in FIELDS}
 
 

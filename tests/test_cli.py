@@ -316,3 +316,23 @@ def test_help_is_grouped_shows_the_choices_and_loads_no_torch():
         assert f"\n{title}:\n" in text
     assert "--algo {q1,sarsa1,nq,a3c,dqn,ppo,pqn}" in text and "--optimizer {rmsprop,adam,radam}" in text
     assert "--net {ff,lstm}" in text and "--torso {paper,nature}" in text and "--init {torch,orthogonal}" in text
+
+
+def test_an_older_run_dirs_config_reads_as_todays(tmp_path):
+    """A run dir or preset of an older version: --ppo-epochs / --ppo-minibatches read as --epochs / --minibatches; a
+    removed setting at the value today's trainer runs with is dropped, at another it is one line (training on would
+    change the run); a checkpoint's config, only played, drops removed settings whatever they were."""
+    from hogwild_dqn.config import read_yaml, saved_values
+
+    old = tmp_path / "config.yaml"
+    old.write_text("algo: ppo\nppo_epochs: 2\nppo_minibatches: 8\nlearner_precision: fp32\nppo_decoupled: false\n")
+    values = read_yaml(old)
+    assert values["epochs"] == 2 and values["minibatches"] == 8
+    assert "learner_precision" not in values and "ppo_decoupled" not in values
+    old.write_text("algo: ppo\nlearner_precision: bf16\n")
+    with pytest.raises(ConfigError, match=r"'learner_precision' is no longer a setting \(the trainer runs as with "
+                                          r"'fp32'\); remove it to go on"):
+        read_yaml(old)
+    played = {"algo": "ppo", "learner_precision": "bf16", "ppo_decoupled": True, "ppo_epochs": 3}
+    assert saved_values(played, "checkpoint") == {"algo": "ppo", "epochs": 3}
+    assert "learner_precision" in played  # the checkpoint's own dict is left as it was
