@@ -25,6 +25,7 @@ from hogwild_dqn.workers import run_worker
 JOIN_SECONDS = 8       # stopping workers may take this long before they are terminated (exit within 10 s)
 TERM_SECONDS = 2       # a terminated child may take this long to exit before it is killed
 EVAL_RESTARTS = 3      # a crashed or hung evaluator is restarted this many times; training goes on meanwhile
+FATAL = (NONFINITE, WRITE_FAILED)  # a child's exit that a restart would meet again: the run stops
 PAUSED_SECONDS = 2     # a gap this long between two of the runner's checks: the runner itself was paused
 
 
@@ -204,7 +205,7 @@ class Processes:
         killed; None while it lives and progresses, or after it finished."""
         code = child.proc.exitcode
         if code is not None:
-            return None if code == 0 else self.why(child) if code in (NONFINITE, WRITE_FAILED) \
+            return None if code == 0 else self.why(child) if code in FATAL \
                 else f"died ({self.why(child)})"
         quiet, doing = silence(self.shared, slot)
         quiet = min(quiet, time.monotonic() - self.resumed)
@@ -227,7 +228,7 @@ class Processes:
         """Whether a dead child met what a restart would meet again: NaN/Inf (then the run keeps its last good
         checkpoint: `nonfinite`) or a file it could not write (a full disk)."""
         self.nonfinite |= child.proc.exitcode == NONFINITE
-        return child.proc.exitcode in (NONFINITE, WRITE_FAILED)
+        return child.proc.exitcode in FATAL
 
     def write_checkpoint(self, state: dict) -> None:
         """The runner's checkpoint.pt, at the end of a session. The evaluator writes the same file at each
