@@ -331,6 +331,19 @@ def test_ppo_with_normalized_inputs_and_returns_trains_on_two_machines(cluster, 
         assert max(per_node.values()) < model[key] <= sum(per_node.values()), (key, float(model[key]), per_node)
 
 
+def test_q_lambda_learns_cartpole_on_two_machines(cluster, tmp_path):
+    """--algo pqn (its CartPole preset, no target network) on a cluster: both machines' workers train one global
+    network, and its last weights play CartPole far above a random policy's 22."""
+    run = tmp_path / "run"
+    r = run_train("--game", "CartPole-v1", "--algo", "pqn", "--threads", 1, "--frames", 100_000, "--eval-every",
+                  25_000, "--seed", 1, "--cluster", cluster.address, "--run-dir", run, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    s = read_summary(run)
+    per_node = s["cluster"]["frames_per_node"]
+    assert len(per_node) == 2 and all(f > 10_000 for f in per_node.values()), s["cluster"]
+    assert s["algo"] == "pqn" and s["final_eval"]["episodes"] == 30 and s["final_eval"]["mean_return"] > 100
+
+
 def test_a_signal_during_the_clusters_final_evaluation_cuts_it_and_the_run_is_saved(cluster, tmp_path):
     run = tmp_path / "run"
     proc = start([sys.executable, ROOT / "train.py", "--no-progress", *CARTPOLE, "--frames", 6000,
