@@ -188,7 +188,7 @@ class Config:
                                     "is killed and restarted as a dead one is. Every step of a game or an update, "
                                     "an evaluation game's every 100 steps and a checkpoint write mark progress; "
                                     "the longest gap measured was a start-up's (docs/usage.md, faults)")
-    force: bool = _f(False, "start even when the workers' expected memory (memory.py) exceeds what the machine "
+    force: bool = _f(False, "start even when the workers' expected memory (preflight.py) exceeds what the machine "
                             "has available; without it such a run is refused, saying how many workers fit")
     # console and logging
     progress: bool = _f(True, "show a console progress line")
@@ -394,6 +394,10 @@ def _current(values: dict, where: str, strict: bool = True) -> dict:
         if strict and key in values and values[key] != same:
             raise ConfigError(f"{where}: {key!r} is no longer a setting (the trainer runs as with {same!r}); "
                               "remove it to go on")
+    for old, new in RENAMED.items():
+        if old in values and new in values and values[old] != values[new]:
+            raise ConfigError(f"{where}: {old!r} and {new!r} are one setting ({new!r} is its name today), with "
+                              f"two values ({values[old]!r}, {values[new]!r}): keep one")
     return {RENAMED.get(k, k): v for k, v in values.items() if k not in REMOVED}
 
 

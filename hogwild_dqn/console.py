@@ -6,7 +6,9 @@ from __future__ import annotations
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from contextlib import contextmanager
+from pathlib import Path
 from types import SimpleNamespace
 
 from tqdm import tqdm
@@ -119,17 +121,20 @@ class Console:
 
 
 @contextmanager
-def finishing(signalled: bool = False):
+def finishing(signalled: bool = False, at_once: Callable[[int], None] | None = None):
     """While a run stops and writes its checkpoint and summary: Ctrl-C, SIGTERM and a hang-up (unless ignored:
     nohup) are noted (`.signum`), not raised, so what was trained is always saved; the caller cuts short what
     waits (the final evaluation). A second signal (the first, where `signalled`: the run is stopping because of
-    one) raises Abandoned: the user asked twice, and the run ends at once."""
+    one) raises Abandoned: the user asked twice, and the run ends at once; or, given `at_once`, calls it with the
+    signal, to end the process itself (where an exception raised in a signal handler cannot travel: Ray's calls)."""
     note = SimpleNamespace(signum=None)
 
     def noted(signum, frame):
         if signum == signal.SIGHUP:
             terminal_gone()
         if signalled or note.signum is not None:
+            if at_once is not None:
+                at_once(signum)
             raise Abandoned(signum)
         note.signum = signum
 
@@ -141,3 +146,13 @@ def finishing(signalled: bool = False):
     finally:
         for sig, handler in old.items():
             signal.signal(sig, handler)
+
+
+def unsaved(run_dir: Path, saved: list[str]) -> str:
+    """What a run ended at once did not write, and what it keeps."""
+    missing = [x for x in ("the final checkpoint", "summary.json") if x not in saved]
+    if not missing:
+        return "its checkpoint and summary were written"
+    kept = ("its last checkpoint.pt stays: --resume continues from it" if (run_dir / "checkpoint.pt").exists()
+            else "it has no checkpoint")
+    return f"not written: {' and '.join(missing)}; {kept}"

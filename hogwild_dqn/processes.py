@@ -84,11 +84,13 @@ def evaluator_process(run: Run, shared: SharedState, best: float, evals: list, r
 def stop_resource_tracker() -> None:
     """Stop multiprocessing's resource tracker, a child of every process that spawns, and wait for it. Left
     alone it ends only once it sees this interpreter exit, so it can outlive train.py by a moment; called once
-    every other child is gone."""
+    every other child is gone, and skipped while one lives (one that even SIGKILL did not end within its
+    join, stuck in the kernel): the tracker would wait for it, without a limit."""
+    import multiprocessing
     from multiprocessing import resource_tracker
 
     stop = getattr(resource_tracker._resource_tracker, "_stop", None)  # private, so looked up with care
-    if stop is not None:
+    if stop is not None and not multiprocessing.active_children():
         stop()
 
 
@@ -118,15 +120,17 @@ class Child:
         return evals
 
 
-def end(proc, grace: float = TERM_SECONDS) -> None:
-    """Terminate a child, and kill it if it has not exited within `grace` seconds: SIGTERM does not reach a
-    stopped process (a frozen cgroup, job control), SIGKILL reaches any. Bounded: never waits for good."""
-    if proc.is_alive():
-        proc.terminate()
-        proc.join(timeout=grace)
-    if proc.is_alive():
-        proc.kill()
-        proc.join(timeout=TERM_SECONDS)
+def end(*procs, grace: float = TERM_SECONDS) -> None:
+    """Terminate children, and kill those that have not exited within `grace` seconds: SIGTERM does not reach a
+    stopped process (a frozen cgroup, job control), SIGKILL reaches any. One deadline for them all, so a stop
+    takes the same few seconds however many children are frozen. Bounded: never waits for good."""
+    for wait, how in ((grace, "terminate"), (TERM_SECONDS, "kill")):
+        alive = [p for p in procs if p.is_alive()]
+        for p in alive:
+            getattr(p, how)()
+        deadline = time.time() + wait
+        for p in alive:
+            p.join(timeout=max(0.0, deadline - time.time()))
 
 
 class Processes:
@@ -280,12 +284,10 @@ class Processes:
         deadline = time.time() + JOIN_SECONDS
         for w in self.workers:
             w.proc.join(timeout=max(0.0, deadline - time.time()))
-        for w in self.workers:
-            end(w.proc)
+        unwanted = [self.evaluator.proc] if not wait_for_eval and self.evaluator is not None else []
+        end(*(w.proc for w in self.workers), *unwanted)
         self.shared.set(WORKERS_DONE)  # the evaluator plays its last evaluation on the final weights
         if self.evaluator is not None:
-            if not wait_for_eval:
-                end(self.evaluator.proc)
             await_final(self.cfg.final_eval_seconds, note, self._final_played, lambda: end(self.evaluator.proc),
                         lambda: self.ended(self.evaluator, self.eval_slot), lambda line: say(line, stop=False))
         self.drain()

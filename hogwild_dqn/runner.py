@@ -14,7 +14,7 @@ import torch.multiprocessing as mp
 from hogwild_dqn import config, metrics, preflight
 from hogwild_dqn.checkpoint import atomic_json, resume_point, snapshot
 from hogwild_dqn.config import Config, ConfigError, first_line
-from hogwild_dqn.console import Abandoned, finishing
+from hogwild_dqn.console import Abandoned, finishing, unsaved
 from hogwild_dqn.envs import env_spec
 from hogwild_dqn.evaluation.scores import confirmed, ending, last_line, make_summary
 from hogwild_dqn.exits import FAILED, STOPPED
@@ -56,7 +56,7 @@ def run(cfg: Config, resume: str | None = None) -> int:
         procs.kill()
         _close(writer)
         stop_resource_tracker()
-        raise Abandoned(e.args[0], _unsaved(run_dir, saved)) from None
+        raise Abandoned(e.args[0], unsaved(run_dir, saved)) from None
     stop_resource_tracker()
     return status
 
@@ -105,16 +105,6 @@ def _finish(procs: Processes, writer, status: int, reason: str, note, saved: lis
         status = status or FAILED
     print(last_line(reason, summary, run.prior, run_dir))
     return status
-
-
-def _unsaved(run_dir: Path, saved: list[str]) -> str:
-    """What a run ended at once did not write, and what it keeps."""
-    missing = [x for x in ("the final checkpoint", "summary.json") if x not in saved]
-    if not missing:
-        return "its checkpoint and summary were written"
-    kept = ("its last checkpoint.pt stays: --resume continues from it" if (run_dir / "checkpoint.pt").exists()
-            else "it has no checkpoint")
-    return f"not written: {' and '.join(missing)}; {kept}"
 
 
 def _close(writer) -> None:

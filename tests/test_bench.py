@@ -118,7 +118,7 @@ def test_rates_are_taken_over_whole_counts_not_a_window_that_cuts_them():
         while not stop.is_set():
             k += 1
             time.sleep(max(0.0, t0 + k * periods[i] - time.perf_counter()))  # on a schedule: no drift
-            updates[i] += 16  # a worker pushes its updates, then counts its frames (ppo_worker.step)
+            updates[i] += 16  # a worker pushes its updates, then counts its frames (workers.rollouts.PPO.step)
             frames[i] += 4096
 
     def wait(until, done=lambda: False):

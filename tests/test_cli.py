@@ -321,7 +321,8 @@ def test_help_is_grouped_shows_the_choices_and_loads_no_torch():
 def test_an_older_run_dirs_config_reads_as_todays(tmp_path):
     """A run dir or preset of an older version: --ppo-epochs / --ppo-minibatches read as --epochs / --minibatches; a
     removed setting at the value today's trainer runs with is dropped, at another it is one line (training on would
-    change the run); a checkpoint's config, only played, drops removed settings whatever they were."""
+    change the run), as is one setting under both names with two values; a checkpoint's config, only played, drops
+    removed settings whatever they were."""
     from hogwild_dqn.config import read_yaml, saved_values
 
     old = tmp_path / "config.yaml"
@@ -333,6 +334,12 @@ def test_an_older_run_dirs_config_reads_as_todays(tmp_path):
     with pytest.raises(ConfigError, match=r"'learner_precision' is no longer a setting \(the trainer runs as with "
                                           r"'fp32'\); remove it to go on"):
         read_yaml(old)
+    old.write_text("algo: ppo\nppo_epochs: 2\nepochs: 4\n")  # one setting under both names, two values
+    with pytest.raises(ConfigError, match=r"'ppo_epochs' and 'epochs' are one setting \('epochs' is its name "
+                                          r"today\), with two values \(2, 4\): keep one"):
+        read_yaml(old)
+    old.write_text("algo: ppo\nppo_epochs: 4\nepochs: 4\n")
+    assert read_yaml(old)["epochs"] == 4
     played = {"algo": "ppo", "learner_precision": "bf16", "ppo_decoupled": True, "ppo_epochs": 3}
     assert saved_values(played, "checkpoint") == {"algo": "ppo", "epochs": 3}
     assert "learner_precision" in played  # the checkpoint's own dict is left as it was

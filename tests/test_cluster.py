@@ -1,5 +1,6 @@
 """Cluster runs on a real 2-machine Ray cluster on loopback (Ray's own multi-node test support), real processes."""
 
+import contextlib
 import signal
 import socket
 import subprocess
@@ -11,7 +12,7 @@ import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from hogwild_dqn.checkpoint import load_checkpoint
-from tests.conftest import ROOT, read_summary, run_cmd, run_train, start
+from tests.conftest import ROOT, read_summary, run_cmd, run_train, start, wait_gone
 
 ray_cluster_utils = pytest.importorskip("ray.cluster_utils")  # `make test` installs Ray (requirements-cluster.txt)
 
@@ -170,6 +171,36 @@ def test_a_frozen_pool_and_a_frozen_evaluator_are_noticed_killed_and_the_run_end
     assert s["frames"] >= 150000 and s["final_eval"]["episodes"] == 30
 
 
+def test_a_second_sigint_on_a_cluster_ends_the_run_at_once(cluster, tmp_path):
+    """A Ctrl-C stops the driver's loop; while the run then stops its machines (one pool frozen, so that the stop
+    waits on it), a second Ctrl-C ends it at once, saying what was not written, as on one machine."""
+    run = tmp_path / "run"
+    proc = start([sys.executable, ROOT / "train.py", "--no-progress", *CARTPOLE, "--frames", 10**9, "--cluster",
+                  cluster.address, "--run-dir", run])
+    pools = []
+    try:
+        _wait_for(lambda: len(list(run.glob("node*/events.out.tfevents.*"))) >= 2, 180, "both machines training")
+        pools = _actor_processes("NodePool")
+        pools[0].suspend()
+        proc.send_signal(signal.SIGINT)
+        time.sleep(2)
+        t0 = time.time()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+        took = time.time() - t0
+        left = wait_gone(pools, 60)  # Ray ends the actors of a driver that is gone, the frozen one too
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for p in pools:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                p.kill()
+    assert proc.returncode == 130 and took < 15, (took, err[-3000:])
+    assert "train.py: SIGINT again: stopped at once, the cluster ends its processes; not written: the final " \
+           "checkpoint and summary.json; " in err and "Traceback" not in err
+    assert not (run / "summary.json").exists() and not left, left
+
+
 def test_holder_lost_stops_cleanly_and_resume_continues(cluster, tmp_path):
     run = tmp_path / "run"
     proc = _start_cartpole(cluster, run, 200000)
@@ -283,7 +314,7 @@ def test_the_rebase_keeps_what_workers_push_during_an_exchange():
 
 def test_running_statistics_travel_as_sums_that_add_across_machines():
     """--obs-normalize's statistics on a cluster: each machine sends the sums its workers added since its last
-    exchange (cluster_actors.moments), the holder adds them: the global statistics are those of every batch of
+    exchange (cluster.actors.moments), the holder adds them: the global statistics are those of every batch of
     every machine, as if one machine had seen them all."""
     import torch
 

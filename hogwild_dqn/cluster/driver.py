@@ -20,6 +20,7 @@ The only modules that import Ray (this one and actors.py, where the actors live)
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import os
 import socket
@@ -33,11 +34,11 @@ from hogwild_dqn import config
 from hogwild_dqn.checkpoint import resume_point
 from hogwild_dqn.cluster.actors import SYNC_TIMEOUT, Evaluator, NodePool, ParameterHolder
 from hogwild_dqn.config import Config, ConfigError, first_line
-from hogwild_dqn.console import Console, finishing
+from hogwild_dqn.console import Console, finishing, unsaved
 from hogwild_dqn.envs import env_spec
 from hogwild_dqn.evaluation.schedule import await_final, needs_confirmation, next_point, skipped_line, stop_reason
 from hogwild_dqn.evaluation.scores import ending, last_line
-from hogwild_dqn.exits import FAILED, FINISHED
+from hogwild_dqn.exits import FAILED, FINISHED, SIGNALLED, STOPPED
 from hogwild_dqn.faults import NonFinite
 from hogwild_dqn.preflight import never_warm
 from hogwild_dqn.rundir import no_prior, prepare_run_dir
@@ -136,20 +137,34 @@ def run_cluster(cfg: Config, resume: str | None) -> int:
     try:
         with Console(cfg, start["frames"], f"{cfg.game} {cfg.variant()} on Ray") as console:
             console.status = driver.loop(console)
-        with finishing() as note:  # a signal from here on cuts the final evaluation, never the saving
+        # a signal from here on cuts the final evaluation, never the saving (one that stopped the loop was the first)
+        at_once = functools.partial(_end_at_once, run_dir)
+        with finishing(signalled=console.status[0] in STOPPED, at_once=at_once) as note:
             return driver.finish(*console.status, note)
     finally:
         ray.shutdown()
 
 
+def _end_at_once(run_dir: Path, signum: int) -> None:
+    """A second stop signal while the run stops: the driver exits at once, and Ray ends the actors of a driver that
+    is gone (a frozen one included). Not by an exception: raised from a signal handler inside a Ray call, it comes
+    out of Ray as a SystemError only once that call returns."""
+    status, name = SIGNALLED[signum]
+    print(f"{Path(sys.argv[0]).name or 'train.py'}: {name} again: stopped at once, the cluster ends its "
+          f"processes; {unsaved(run_dir, [])}", file=sys.stderr, flush=True)
+    os._exit(status)
+
+
 class Probe:
     """The driver's watch on one working actor (a machine's pool; the evaluator during an evaluation): it asks the
     actor's `progress()` every PROBE_SECONDS, never waiting for the answer. The actor's silence is the longer of
-    what it last answered (a loop stuck in a live process) and the time since its last answer (a frozen one)."""
+    what it last answered (a loop stuck in a live process) and the time since its last answer (a frozen one), never
+    more than the probe's own age: an evaluator asked to play may answer with the idle time before the request."""
 
     def __init__(self, actor):
         self.actor, self.ref, self.asked = actor, None, 0.0
-        self.heard, self.quiet = time.monotonic(), 0.0
+        self.created = self.heard = time.monotonic()
+        self.quiet = 0.0
 
     def silence(self, ray) -> float:
         from ray.exceptions import RayError
@@ -163,7 +178,7 @@ class Probe:
             self.ref = None
         if self.ref is None and now - self.asked >= PROBE_SECONDS:
             self.ref, self.asked = self.actor.progress.remote(), now
-        return max(self.quiet, now - self.heard)
+        return min(max(self.quiet, now - self.heard), now - self.created)
 
 
 class Driver:
