@@ -145,3 +145,8 @@ $PY -m hogwild_dqn.tools.curves --out docs/pqn_beamrider_frames.png \
   --title "BeamRider, seed 1, sticky actions: periodic evaluations (5 games)" \
   "docs/screens/pqn/BeamRider-pqn-s1.json=pqn (Q(lambda), 4d60c61)" \
   "docs/screens/ppo-vnorm-no-value-clip/BeamRider-ppo-s1.json=ppo, the default (f3f2450)"
+$PY -m hogwild_dqn.tools.curves --out docs/pqn_breakout_frames.png \
+  --title "Breakout, seed 1, sticky actions: periodic evaluations (5 games)" \
+  "docs/screens/pqn-eps4m/Breakout-pqn-s1.json=pqn, epsilon over 4M frames" \
+  "docs/screens/pqn-eps4m-envs32/Breakout-pqn-s1.json=pqn, the same, 32 games a worker" \
+  "docs/screens/ppo-vnorm-no-value-clip/Breakout-ppo-s1.json=ppo, the default"
