@@ -7,6 +7,7 @@ import functools
 import signal
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from hogwild_dqn import exits
 from hogwild_dqn.config import ConfigError
@@ -34,10 +35,8 @@ def command(name: str | Callable[[], str], interrupted: str = "interrupted"):
                 print(f"{prog}: error: {e}", file=sys.stderr)
                 return exits.FAILED
             except Abandoned as e:
-                status, sig = exits.SIGNALLED[e.args[0]]
                 unsaved = e.args[1] if len(e.args) > 1 else "what it had not written yet is lost"
-                print(f"{prog}: {sig} again: stopped at once, its processes killed; {unsaved}", file=sys.stderr)
-                return status
+                return abandoned(prog, e.args[0], unsaved)
             except KeyboardInterrupt:
                 print(f"{prog}: {interrupted}", file=sys.stderr)
                 return exits.SIGNALLED[signal.SIGINT][0]
@@ -51,6 +50,19 @@ def command(name: str | Callable[[], str], interrupted: str = "interrupted"):
         return run
 
     return wrap
+
+
+def invoked_as(default: str) -> str:
+    """The program's name as it was called (train.py, or hogwild-train when installed)."""
+    return Path(sys.argv[0]).name or default
+
+
+def abandoned(prog: str, signum: int, unsaved: str, ended: str = "its processes killed") -> int:
+    """Say that a second stop signal ended a run at once, what ended its processes and what was not written;
+    return the signal's exit status."""
+    status, sig = exits.SIGNALLED[signum]
+    print(f"{prog}: {sig} again: stopped at once, {ended}; {unsaved}", file=sys.stderr, flush=True)
+    return status
 
 
 def not_a_command(module: str, command: str) -> int:

@@ -2,15 +2,14 @@
 Ray cluster (cluster/driver). How it ends, a failure as one line and its exit status: commands.py."""
 
 import sys
-from pathlib import Path
 
 from hogwild_dqn import __version__
-from hogwild_dqn.commands import command
+from hogwild_dqn.commands import command, invoked_as
 from hogwild_dqn.config import load, start_line
 
 
 def _prog() -> str:
-    return Path(sys.argv[0]).name or "train.py"  # train.py, or hogwild-train when installed
+    return invoked_as("train.py")
 
 
 # Ctrl-C that reaches this main is one during its imports: the runner takes signals over before any child starts

@@ -33,12 +33,13 @@ from tqdm import tqdm
 from hogwild_dqn import config
 from hogwild_dqn.checkpoint import resume_point
 from hogwild_dqn.cluster.actors import SYNC_TIMEOUT, Evaluator, NodePool, ParameterHolder
+from hogwild_dqn.commands import abandoned, invoked_as
 from hogwild_dqn.config import Config, ConfigError, first_line
 from hogwild_dqn.console import Console, finishing, unsaved
 from hogwild_dqn.envs import env_spec
 from hogwild_dqn.evaluation.schedule import await_final, needs_confirmation, next_point, skipped_line, stop_reason
 from hogwild_dqn.evaluation.scores import ending, last_line
-from hogwild_dqn.exits import FAILED, FINISHED, SIGNALLED, STOPPED
+from hogwild_dqn.exits import FAILED, FINISHED, STOPPED
 from hogwild_dqn.faults import NonFinite
 from hogwild_dqn.preflight import never_warm
 from hogwild_dqn.rundir import no_prior, prepare_run_dir
@@ -149,10 +150,7 @@ def _end_at_once(run_dir: Path, signum: int) -> None:
     """A second stop signal while the run stops: the driver exits at once, and Ray ends the actors of a driver that
     is gone (a frozen one included). Not by an exception: raised from a signal handler inside a Ray call, it comes
     out of Ray as a SystemError only once that call returns."""
-    status, name = SIGNALLED[signum]
-    print(f"{Path(sys.argv[0]).name or 'train.py'}: {name} again: stopped at once, the cluster ends its "
-          f"processes; {unsaved(run_dir, [])}", file=sys.stderr, flush=True)
-    os._exit(status)
+    os._exit(abandoned(invoked_as("train.py"), signum, unsaved(run_dir, []), ended="the cluster ends its processes"))
 
 
 class Probe:
