@@ -143,10 +143,12 @@ vnorm_seeds SpaceInvaders ppo_vnorm_spaceinvaders_frames.png \
 vnorm_seeds Pong ppo_vnorm_pong_frames.png "Pong, seeds 1-3, sticky actions: value normalization and the default"
 $PY -m hogwild_dqn.tools.curves --out docs/pqn_beamrider_frames.png \
   --title "BeamRider, seed 1, sticky actions: periodic evaluations (5 games)" \
-  "docs/screens/pqn/BeamRider-pqn-s1.json=pqn (Q(lambda), 4d60c61)" \
+  "docs/screens/pqn/BeamRider-pqn-s1.json=pqn, the Nature network, epsilon over 1M (4d60c61)" \
+  "docs/screens/pqn-paper-net/BeamRider-pqn-s1.json=pqn, the paper's network, epsilon over 4M (373cd8c)" \
   "docs/screens/ppo-vnorm-no-value-clip/BeamRider-ppo-s1.json=ppo, the default (f3f2450)"
 $PY -m hogwild_dqn.tools.curves --out docs/pqn_breakout_frames.png \
   --title "Breakout, seed 1, sticky actions: periodic evaluations (5 games)" \
   "docs/screens/pqn-eps4m/Breakout-pqn-s1.json=pqn, epsilon over 4M frames" \
   "docs/screens/pqn-eps4m-envs32/Breakout-pqn-s1.json=pqn, the same, 32 games a worker" \
+  "docs/screens/pqn-paper-net/Breakout-pqn-s1.json=pqn, the same, the paper's network" \
   "docs/screens/ppo-vnorm-no-value-clip/Breakout-ppo-s1.json=ppo, the default"
