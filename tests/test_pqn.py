@@ -69,15 +69,16 @@ def test_a_step_pushes_every_minibatch_into_the_shared_model_and_counts_its_fram
 
 
 def test_layer_norm_follows_every_hidden_layer_of_the_q_network():
-    """pqn's preset: GroupNorm(1, C) after each of the Nature network's convolutions, LayerNorm after its fc, each
-    before its ReLU; a Q method without the flag has none, with it the same places."""
+    """pqn's preset: GroupNorm(1, C) after each of the torso's convolutions, LayerNorm after its fc, each before its
+    ReLU; a Q method without the flag has none, with it the same places; PQN's Nature network takes them too."""
     spec = env_spec(Config(game="Pong"))
     cfg = load(["--game", "Pong", "--algo", "pqn"])[0]
     net = network_for(cfg, spec)
     conv, fc = net.torso.conv, net.torso.fc
-    assert [type(m).__name__ for m in conv] == ["Conv2d", "GroupNorm", "ReLU", "Conv2d", "GroupNorm", "ReLU",
-                                                "Conv2d", "GroupNorm"]  # the last ReLU is the fc's first step
-    assert [m.num_channels for m in conv if isinstance(m, nn.GroupNorm)] == [32, 64, 64]
+    assert [type(m).__name__ for m in conv] == ["Conv2d", "GroupNorm", "ReLU", "Conv2d", "GroupNorm"]  # the last
+    assert [m.num_channels for m in conv if isinstance(m, nn.GroupNorm)] == [16, 32]  # ReLU: the fc's first step
+    nature = network_for(load(["--game", "Pong", "--algo", "pqn", "--torso", "nature", "--hidden", "512"])[0], spec)
+    assert [m.num_channels for m in nature.torso.conv if isinstance(m, nn.GroupNorm)] == [32, 64, 64]
     assert all(m.num_groups == 1 for m in conv if isinstance(m, nn.GroupNorm))  # over channels and pixels
     assert [type(m).__name__ for m in fc] == ["Flatten", "Linear", "LayerNorm", "ReLU"]
     x = torch.randint(0, 255, (3, *spec.obs_shape), dtype=torch.uint8)
