@@ -75,8 +75,9 @@ def test_layer_norm_follows_every_hidden_layer_of_the_q_network():
     cfg = load(["--game", "Pong", "--algo", "pqn"])[0]
     net = network_for(cfg, spec)
     conv, fc = net.torso.conv, net.torso.fc
-    assert [type(m).__name__ for m in conv] == ["Conv2d", "GroupNorm", "ReLU", "Conv2d", "GroupNorm"]  # the last
-    assert [m.num_channels for m in conv if isinstance(m, nn.GroupNorm)] == [16, 32]  # ReLU: the fc's first step
+    # the paper's two convolutions; their last ReLU is the fc's first step
+    assert [type(m).__name__ for m in conv] == ["Conv2d", "GroupNorm", "ReLU", "Conv2d", "GroupNorm"]
+    assert [m.num_channels for m in conv if isinstance(m, nn.GroupNorm)] == [16, 32]
     nature = network_for(load(["--game", "Pong", "--algo", "pqn", "--torso", "nature", "--hidden", "512"])[0], spec)
     assert [m.num_channels for m in nature.torso.conv if isinstance(m, nn.GroupNorm)] == [32, 64, 64]
     assert all(m.num_groups == 1 for m in conv if isinstance(m, nn.GroupNorm))  # over channels and pixels
