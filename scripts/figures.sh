@@ -145,19 +145,21 @@ $PY -m hogwild_dqn.tools.curves --out docs/pqn_beamrider_frames.png \
   --title "BeamRider, seed 1, sticky actions: periodic evaluations (5 games)" \
   "docs/screens/pqn/BeamRider-pqn-s1.json=pqn, the Nature network, epsilon over 1M (4d60c61)" \
   "docs/screens/pqn-paper-net/BeamRider-pqn-s1.json=pqn, the paper's network, epsilon over 4M (373cd8c)" \
+  "docs/screens/pqn-lambda95/BeamRider-pqn-s1.json=pqn, the same, lambda 0.95 (the preset since)" \
   "docs/screens/ppo-vnorm-no-value-clip/BeamRider-ppo-s1.json=ppo, the default (f3f2450)"
 $PY -m hogwild_dqn.tools.curves --out docs/pqn_breakout_frames.png \
   --title "Breakout, seed 1, sticky actions: periodic evaluations (5 games)" \
   "docs/screens/pqn-eps4m/Breakout-pqn-s1.json=pqn, epsilon over 4M frames" \
   "docs/screens/pqn-eps4m-envs32/Breakout-pqn-s1.json=pqn, the same, 32 games a worker" \
   "docs/screens/pqn-paper-net/Breakout-pqn-s1.json=pqn, the same, the paper's network" \
+  "docs/screens/pqn-lambda95/Breakout-pqn-s1.json=pqn, the paper's network, lambda 0.95 (the preset since)" \
   "docs/screens/ppo-vnorm-no-value-clip/Breakout-ppo-s1.json=ppo, the default"
 for game in Pong Qbert; do
   lower=$(echo $game | tr '[:upper:]' '[:lower:]')
   $PY -m hogwild_dqn.tools.curves --out docs/pqn_${lower}_frames.png \
     --title "$game, seed 1, sticky actions: periodic evaluations (5 games)" \
-    "docs/benchmark-pqn-sticky/records/$game-pqn-s1.json=pqn, the preset (ff4fef5: lambda 0.65, epsilon over 4M)" \
+    "docs/benchmark-pqn-sticky/records/$game-pqn-s1.json=pqn, lambda 0.65, epsilon over 4M (the preset of ff4fef5)" \
     "docs/screens/pqn-eps1m/$game-pqn-s1.json=pqn, epsilon over 1M" \
-    "docs/screens/pqn-lambda95/$game-pqn-s1.json=pqn, lambda 0.95" \
+    "docs/screens/pqn-lambda95/$game-pqn-s1.json=pqn, lambda 0.95 (the preset since)" \
     "docs/screens/ppo-vnorm-no-value-clip/$game-ppo-s1.json=ppo, the default"
 done
