@@ -121,7 +121,7 @@ class Config:
     value_normalize: bool = _f(False, "ppo: the value head learns returns standardized by the running mean and "
                                       "deviation of all workers' returns (Sample Factory's normalize_returns)")
     # value-based methods
-    q_lambda: float = _f(0.65, "pqn: lambda of the Q(lambda) targets (0: one-step Q-learning's; 1: the rollout's "
+    q_lambda: float = _f(0.95, "pqn: lambda of the Q(lambda) targets (0: one-step Q-learning's; 1: the rollout's "
                                "discounted returns, bootstrapped from max Q where it is cut)")
     layer_norm: bool = _f(False, "Q methods: LayerNorm after each hidden layer of the network (over each "
                                  "convolution's whole output, per-channel scale and shift; over the features of "
