@@ -169,6 +169,29 @@ def test_curves_draws_a_suite_record_and_refuses_a_json_that_is_not_one(tmp_path
         assert not (tmp_path / "bad.png").exists()
 
 
+def test_curves_prints_the_notebooks_table_of_periodic_evaluations_from_records(tmp_path, capsys):
+    """--table: one row a record, its periodic evaluations at whole millions of frames (the final one left out), a
+    dash where a record has no evaluation there; nothing to tabulate is one line and exit 2."""
+    from hogwild_dqn.tools import curves
+
+    record = Path(__file__).parent.parent / "docs" / "screens" / "pqn-lambda95" / "Pong-pqn-s1.json"
+    evals = json.loads(record.read_text())["evals"]
+    short = tmp_path / "short.csv"  # evaluations at 1M and 2.5M only, and a final one at 2M that must not show
+    short.write_text("frames,wall_seconds,mean_return,kind\n1004000,10,-20,periodic\n2500000,25,-5,periodic\n"
+                     "2000000,30,7,final\n")
+    assert curves.main([f"{record}=pqn", f"{short}=short", "--table"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "| frames (M) | " + " | ".join(map(str, range(1, 10))) + " |" and len(lines) == 4
+    at = {round(e["frames"] / 1e6): e["mean_return"] for e in evals
+          if not e["final"] and e["frames"] % 1_000_000 < 20_000}
+    assert lines[2] == "| pqn | " + " | ".join(f"{at[m]:,.1f}" for m in range(1, 10)) + " |"
+    assert lines[3] == "| short | -20.0 | " + " | ".join(["—"] * 8) + " |"
+    (tmp_path / "none.csv").write_text("frames,wall_seconds,mean_return\n500000,5,1\n")
+    assert curves.main([str(tmp_path / "none.csv"), "--table"]) == 2
+    assert capsys.readouterr().err.startswith("curves: error: no input has a periodic evaluation at a whole million")
+    assert curves.main([str(record)]) == 2 and "--out is needed" in capsys.readouterr().err
+
+
 def test_every_tool_shows_scores_over_runs_and_tells_a_done_run_one_way(tmp_path):
     """tools.spread and tools.run_done, shared by the report, the benchmark suite and the ablation: one value has
     no std (an std of one seed is not 0), missing values are counted, and only a run with its score is done."""

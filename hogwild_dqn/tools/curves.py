@@ -3,6 +3,7 @@ benchmark's --record files) into one figure, so the documents' figures are redra
 
     python -m hogwild_dqn.tools.curves docs/a.csv=LABEL [records/Game-ppo-s1.json=LABEL ...] --out fig.png
         [--x frames|wall_seconds] [--by COLUMN] [--line 18] [--title TEXT]
+    python -m hogwild_dqn.tools.curves records/Game-pqn-s1.json=LABEL ... --table   # the notebooks' tables
 
 Each CSV needs the columns `frames`, `wall_seconds` and `mean_return` (lines starting with # are skipped); a record's
 rows are its `evals` (the periodic evaluations and the final one) with the record's `seed`. `--by run` splits each
@@ -106,12 +107,38 @@ def draw(inputs: list[tuple[Path, str]], out: Path, x: str, by: str | None, line
     return len(lines)
 
 
+def table(inputs: list[tuple[Path, str]]) -> str:
+    """A markdown table of each input's periodic evaluations (the final one left out) at whole millions of frames,
+    one row an input: the notebooks' tables of screens, printed from the records rather than typed."""
+    rows = []
+    for path, label in inputs:
+        if not path.is_file():
+            raise CurvesError(f"{path} {'is not a file' if path.exists() else 'does not exist'}")
+        try:
+            points = {float(r["frames"]) / 1e6: float(r["mean_return"])
+                      for r in (read_record(path) if path.suffix.lower() == ".json" else read_csv(path))
+                      if r.get("kind") != "final"}
+        except (KeyError, TypeError, ValueError):
+            raise CurvesError(f"{path}: a row with a missing value or one that is not a number") from None
+        # an evaluation lands on the first rollout past its point: within 20,000 frames of it (2% of a million)
+        rows.append((label, {round(m): v for m, v in points.items() if abs(m - round(m)) <= 0.02 and round(m) > 0}))
+    millions = sorted({m for _, at in rows for m in at})
+    if not millions:
+        raise CurvesError("no input has a periodic evaluation at a whole million frames")
+    cell = lambda v: "—" if v is None else f"{v:,.1f}" if abs(v) < 100 else f"{v:,.0f}"  # noqa: E731
+    out = ["| frames (M) | " + " | ".join(map(str, millions)) + " |", "| --- |" + " --- |" * len(millions)]
+    out += [f"| {label} | " + " | ".join(cell(at.get(m)) for m in millions) + " |" for label, at in rows]
+    return "\n".join(out)
+
+
 @command("curves", interrupted="stopped (Ctrl-C)")
 def main(argv: list[str] | None = None) -> int:
     p = Parser(prog="python -m hogwild_dqn.tools.curves", description=__doc__.splitlines()[0])
     p.add_argument("csv", nargs="+",
                    help="PATH or PATH=LABEL: a CSV or a run record (.json); the label defaults to the file's name")
-    p.add_argument("--out", type=Path, required=True, help="the PNG to write")
+    p.add_argument("--out", type=Path, help="the PNG to write (needed but with --table)")
+    p.add_argument("--table", action="store_true",
+                   help="print a markdown table of the periodic evaluations at whole millions of frames instead")
     p.add_argument("--x", choices=("frames", "wall_seconds"), default="frames", help="the x axis")
     p.add_argument("--by", default=None, help="a column that splits each input that has it into one line per value")
     p.add_argument("--line", type=float, default=None, help="a horizontal reference line (a target score)")
@@ -119,8 +146,13 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.line is not None and not math.isfinite(args.line):
         p.error(f"--line must be a finite score, got {args.line}")
+    if args.out is None and not args.table:
+        p.error("--out is needed to draw (or --table to print a table)")
     inputs = [(Path(path), label or Path(path).stem) for path, _, label in (a.partition("=") for a in args.csv)]
     try:
+        if args.table:
+            print(table(inputs))
+            return 0
         n = draw(inputs, args.out, args.x, args.by, args.line, args.title)
     except CurvesError as e:
         print(f"curves: error: {e}", file=sys.stderr)
