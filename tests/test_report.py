@@ -189,7 +189,7 @@ def test_curves_prints_the_notebooks_table_of_periodic_evaluations_from_records(
     (tmp_path / "none.csv").write_text("frames,wall_seconds,mean_return\n500000,5,1\n")
     assert curves.main([str(tmp_path / "none.csv"), "--table"]) == 2
     assert capsys.readouterr().err.startswith("curves: error: no input has a periodic evaluation at a whole million")
-    assert curves.main([str(record)]) == 2 and "--out is needed" in capsys.readouterr().err
+    assert curves.main([str(record)]) == 2 and "required: --out" in capsys.readouterr().err
 
 
 def test_every_tool_shows_scores_over_runs_and_tells_a_done_run_one_way(tmp_path):

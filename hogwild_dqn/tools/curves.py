@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.line is not None and not math.isfinite(args.line):
         p.error(f"--line must be a finite score, got {args.line}")
     if args.out is None and not args.table:
-        p.error("--out is needed to draw (or --table to print a table)")
+        p.error("the following arguments are required: --out (or --table, to print a table)")
     inputs = [(Path(path), label or Path(path).stem) for path, _, label in (a.partition("=") for a in args.csv)]
     try:
         if args.table:
