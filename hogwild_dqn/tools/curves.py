@@ -54,12 +54,17 @@ def read_record(path: Path) -> list[dict]:
         raise CurvesError(f"{path} is not a run record (no list of evaluations under 'evals')") from None
 
 
+def read_rows(path: Path) -> list[dict]:
+    """An input's rows: a run record's evaluations (.json) or a CSV's rows."""
+    if not path.is_file():
+        raise CurvesError(f"{path} {'is not a file' if path.exists() else 'does not exist'}")
+    return read_record(path) if path.suffix.lower() == ".json" else read_csv(path)
+
+
 def read_lines(path: Path, label: str, by: str | None) -> tuple[list[tuple], bool]:
     """(label, frames, wall_seconds, mean_return) per line to draw: one, or one per value of the column `by`
     where the input has it; and whether it had it."""
-    if not path.is_file():
-        raise CurvesError(f"{path} {'is not a file' if path.exists() else 'does not exist'}")
-    rows = read_record(path) if path.suffix.lower() == ".json" else read_csv(path)
+    rows = read_rows(path)
     missing = [c for c in NEEDED if not rows or c not in rows[0]]
     if missing:
         raise CurvesError(f"{path} has no rows or lacks the column(s) {', '.join(missing)}")
@@ -112,11 +117,9 @@ def table(inputs: list[tuple[Path, str]]) -> str:
     one row an input: the notebooks' tables of screens, printed from the records rather than typed."""
     rows = []
     for path, label in inputs:
-        if not path.is_file():
-            raise CurvesError(f"{path} {'is not a file' if path.exists() else 'does not exist'}")
+        rows_of_input = read_rows(path)
         try:
-            points = {float(r["frames"]) / 1e6: float(r["mean_return"])
-                      for r in (read_record(path) if path.suffix.lower() == ".json" else read_csv(path))
+            points = {float(r["frames"]) / 1e6: float(r["mean_return"]) for r in rows_of_input
                       if r.get("kind") != "final"}
         except (KeyError, TypeError, ValueError):
             raise CurvesError(f"{path}: a row with a missing value or one that is not a number") from None
