@@ -29,6 +29,13 @@ def trained(cartpole_a3c, tmp_path_factory):
     return run
 
 
+def scores_as_recorded(games, recorded):
+    """Games on other seeds than the evaluator's score as its final evaluation did: equal within the noise of both
+    samples (and CartPole's cap of 500)."""
+    noise = 3 * math.sqrt(recorded["std_return"] ** 2 / recorded["episodes"] + np.var(games) / len(games)) + 25
+    return abs(np.mean(games) - recorded["mean_return"]) <= noise
+
+
 def test_make_play_scores_as_the_evaluator_recorded_and_writes_a_video(trained):
     recorded = read_summary(trained)["final_eval"]  # the last weights over 30 games: the run's score
     proc = run_play(f"RUN={trained}", "EPISODES=10", make=True)
@@ -37,11 +44,9 @@ def test_make_play_scores_as_the_evaluator_recorded_and_writes_a_video(trained):
     assert len(games) == 10 and f"{trained / 'checkpoint.pt'}: the last weights, a3c on CartPole-v1" in proc.stdout
     m = re.search(r"^mean (\S+) ± (\S+) over 10 games, min (\S+), max (\S+); video (\S+)$", proc.stdout, re.M)
     assert m, proc.stdout
-    mean, std, low, high = map(float, m.groups()[:4])
+    mean, _, low, high = map(float, m.groups()[:4])
     assert math.isclose(mean, np.mean(games)) and low == min(games) and high == max(games)
-    # other seeds than the evaluator's: equal within the noise of both samples (and CartPole's cap of 500)
-    noise = 3 * math.sqrt(recorded["std_return"] ** 2 / recorded["episodes"] + std ** 2 / 10) + 25
-    assert abs(mean - recorded["mean_return"]) <= noise, (mean, recorded)
+    assert scores_as_recorded(games, recorded), (games, recorded)
     video = trained / "play.mp4"
     assert m.group(5) == str(video)
     with imageio.get_reader(video) as reader:
@@ -93,11 +98,12 @@ def test_load_policy_acts_on_the_env_make_env_builds(trained):
     assert policy.frames == read_summary(trained)["final_eval"]["frames"]  # the weights the score is about
     env = hogwild_dqn.make_env(policy.cfg, seed=123, for_eval=True)
     try:
-        scores = [play_episode(policy, env) for _ in range(3)]
+        scores = [play_episode(policy, env) for _ in range(10)]
     finally:
         env.close()
-    summary = read_summary(trained)
-    assert np.mean(scores) >= summary["best_eval_return"] / 2, scores  # a trained agent, not a random one (~22)
+    # the last weights play as their final evaluation recorded, not as the best one (best.pt's, which a stochastic
+    # policy's last weights can fall well below: 79, 64 and 500 against a best of 467.1 once)
+    assert scores_as_recorded(scores, read_summary(trained)["final_eval"]), scores
     assert hogwild_dqn.load_policy(trained, best=True).source == trained / "best.pt"
     (trained / "best.pt").rename(trained / "best.pt.away")
     try:
