@@ -95,7 +95,8 @@ def test_load_policy_acts_on_the_env_make_env_builds(trained):
     5-game evaluations)."""
     policy = hogwild_dqn.load_policy(trained)
     assert policy.source == trained / "checkpoint.pt" and policy.cfg.game == "CartPole-v1" and policy.frames > 0
-    assert policy.frames == read_summary(trained)["final_eval"]["frames"]  # the weights the score is about
+    final = read_summary(trained)["final_eval"]
+    assert policy.frames == final["frames"]  # the weights the score is about
     env = hogwild_dqn.make_env(policy.cfg, seed=123, for_eval=True)
     try:
         scores = [play_episode(policy, env) for _ in range(10)]
@@ -103,7 +104,7 @@ def test_load_policy_acts_on_the_env_make_env_builds(trained):
         env.close()
     # the last weights play as their final evaluation recorded, not as the best one (best.pt's, which a stochastic
     # policy's last weights can fall well below: 79, 64 and 500 against a best of 467.1 once)
-    assert scores_as_recorded(scores, read_summary(trained)["final_eval"]), scores
+    assert scores_as_recorded(scores, final), scores
     assert hogwild_dqn.load_policy(trained, best=True).source == trained / "best.pt"
     (trained / "best.pt").rename(trained / "best.pt.away")
     try:
