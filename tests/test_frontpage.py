@@ -14,12 +14,15 @@ from hogwild_dqn.tools.frontpage import (
     START,
     SUITES_END,
     SUITES_START,
+    finals,
     folders,
+    pooled_iqm,
     suites_table,
     table,
 )
 from hogwild_dqn.tools.output import seeds_said
 from hogwild_dqn.tools.runs import suite_folder
+from hogwild_dqn.tools.suites import SIX
 from tests.conftest import ROOT, run_cmd
 
 
@@ -83,6 +86,27 @@ def test_a_suite_without_all_its_runs_shows_how_many_it_has_not_an_iqm(tmp_path)
     assert made.splitlines()[2].startswith("| Atari IQM ")  # the headline leads, the games under it
     assert row(made, "Qbert").split(" | ")[1] == f"{summary['final_eval']['mean_return']:,.1f} ± 0.0 (2 seeds)"
     assert row(made, "Pong").split(" | ")[1] == "—"
+
+
+def test_a_suite_without_its_report_links_to_none(tmp_path):
+    """A suite whose first runs are recorded before its report is written: a dash, not a link to a missing page."""
+    copy_checkout(tmp_path)
+    (suite_folder(tmp_path / SHOWN[0].records) / "benchmark.md").unlink()
+    cells = row(suites_table(tmp_path), SHOWN[0].label).split(" | ")
+    assert cells[3] == "—" and cells[5] == "—"  # its IQM read from the report, and the report's link
+    assert "[benchmark.md](" in row(suites_table(), SHOWN[0].label)
+
+
+def test_a_suite_of_one_seed_shows_its_iqm_without_an_interval():
+    """A suite that runs seed 1 only (the 2016 row) is whole with one run a game: its IQM, said to have no interval,
+    from its seed-1 runs alone; the same records read as a three-seed suite are a count of runs."""
+    records = ROOT / "docs" / "benchmark-pqn-sticky" / "records"  # seed 1 of six games, and BeamRider's seed 2
+    report = suite_folder(records) / "benchmark.md"  # its seed-1 report: "0.215 (one run a game, ...)"
+    seed1 = finals(records, "pqn", (1,))
+    assert sorted(seed1) == sorted(SIX) and all(len(v) == 1 for v in seed1.values())
+    assert pooled_iqm(report, seed1, (1,)) == "**0.215** (one seed: no interval)"
+    assert pooled_iqm(report, finals(records, "pqn"), (1, 2, 3)) == "7 of 18 runs"
+    assert pooled_iqm(report, finals(records, "pqn", (2,)), (2,)) == "1 of 6 runs"
 
 
 def row(markdown: str, name: str) -> str:

@@ -39,6 +39,7 @@ class Shown(NamedTuple):
     atari5: str = ""  # Atari-5's report
     pong: str = ""  # Pong's confirmed +18 records
     mujoco: str = ""  # the MuJoCo suite
+    seeds: tuple[int, ...] = SEEDS  # the seeds its suite runs: the 2016 row runs seed 1 only
 
 
 # the default's first: a new default's suite is a new first row, and its predecessor loses its README column
@@ -67,12 +68,13 @@ COLUMNS = tuple(s for s in SHOWN if s.column)  # the README's
 ATARI, MUJOCO = SIX, SUITES["mujoco"][0]  # the suites' games, as `make benchmark` runs them
 
 
-def finals(folder: Path | None, algo: str) -> dict[str, list[float]]:
-    """Each game's final scores (last weights, every game of the final evaluation) over the ended runs of `algo`."""
+def finals(folder: Path | None, algo: str, seeds: tuple[int, ...] | None = None) -> dict[str, list[float]]:
+    """Each game's final scores (last weights, every game of the final evaluation) over the ended runs of `algo`
+    (of `seeds` where given)."""
     out: dict[str, list[float]] = {}
     for path in sorted(folder.glob("*.json")) if folder else ():
         s = summary_at(path)
-        if s and s["algo"] == algo and done(s):
+        if s and s["algo"] == algo and done(s) and (seeds is None or s["seed"] in seeds):
             out.setdefault(s["game"], []).append(s["final_eval"]["mean_return"])
     return out
 
@@ -92,17 +94,20 @@ def cell(scores: list[float] | None) -> str:
     return f"{statistics.mean(scores):,.1f} ± {statistics.stdev(scores):,.1f}{fewer}"
 
 
-def pooled_iqm(report: Path, scores: dict[str, list[float]]) -> str:
+def pooled_iqm(report: Path, scores: dict[str, list[float]], seeds: tuple[int, ...] = SEEDS) -> str:
     """The pooled IQM and its interval, as the suite's report (benchmark.md) gives them, once every game has its
     seeds (an IQM of a few games would read as the suite's; before, how many runs it has) and the report pools them
-    all (a report older than the records: a dash)."""
-    whole = len(ATARI) * len(SEEDS)
-    if any(len(scores.get(game, ())) < len(SEEDS) for game in ATARI):
+    all (a report older than the records: a dash). A suite of one seed has no interval over runs, and says so."""
+    whole = len(ATARI) * len(seeds)
+    if any(len(scores.get(game, ())) < len(seeds) for game in ATARI):
         return f"{six_game_runs(scores)} of {whole} runs"
     text = report.read_text() if report.is_file() else ""
-    m = re.search(r"IQM of human-normalized final scores, pooled over the (\d+) runs \(rliable\): ([-\d.]+) \(95% "
-                  r"stratified-bootstrap CI ([-\d.]+) to ([-\d.]+)", text)
-    return f"**{m.group(2)}** ({m.group(3)}-{m.group(4)})" if m and m.group(1) == str(whole) else "—"
+    m = re.search(r"IQM of human-normalized final scores, pooled over the (\d+) runs \(rliable\): ([-\d.]+) \((?:95% "
+                  r"stratified-bootstrap CI ([-\d.]+) to ([-\d.]+)|one run a game)", text)
+    if not m or m.group(1) != str(whole):
+        return "—"
+    spread = f"{m.group(3)}-{m.group(4)}" if m.group(3) else "one seed: no interval"
+    return f"**{m.group(2)}** ({spread})"
 
 
 def atari5(report: Path | None) -> str:
@@ -135,8 +140,8 @@ def table(root: Path = ROOT) -> str:
     cols = []
     for s in COLUMNS:
         records = root / s.records
-        atari = finals(records, s.algo)
-        cols.append((s.column, atari, pooled_iqm(suite_folder(records) / "benchmark.md", atari),
+        atari = finals(records, s.algo, s.seeds)
+        cols.append((s.column, atari, pooled_iqm(suite_folder(records) / "benchmark.md", atari, s.seeds),
                      confirmed(root / s.pong if s.pong else None),
                      finals(root / s.mujoco / "records" if s.mujoco else None, s.algo),
                      atari5(root / s.atari5 / "benchmark.md" if s.atari5 else None)))
@@ -165,11 +170,13 @@ def suites_table(root: Path = ROOT) -> str:
              "report | runs told |", "| --- |" + " --- |" * 6]
     for s in SHOWN:
         records = root / s.records
-        scores = finals(records, s.algo)
+        scores = finals(records, s.algo, s.seeds)
         report = suite_folder(records) / "benchmark.md"
         five = atari5(root / s.atari5 / "benchmark.md" if s.atari5 else None)
+        # a suite's report comes after its first runs: no link to a page not yet written
+        linked = f"[benchmark.md]({report.relative_to(root / 'docs')})" if report.is_file() else "—"
         lines.append(f"| {s.label} | {protocol(records, s.algo)} | {six_game_runs(scores)} | "
-                     f"{pooled_iqm(report, scores)} | {five} | [benchmark.md]({report.relative_to(root / 'docs')}) | "
+                     f"{pooled_iqm(report, scores, s.seeds)} | {five} | {linked} | "
                      f"[{s.told.split('#')[0]}]({s.told}) |")
     return "\n".join(lines)
 
