@@ -52,6 +52,8 @@ SHOWN = (Shown("PPO, the default from 2026-12-06: no value clip", "PPO, the defa
                "notebook/pqn-suite.md#λ-095-the-preset-since-2026-12-07"),
          Shown("Asynchronous Q(λ), `--algo pqn`: λ 0.65 (its first preset, 2026-12-07)", "", "pqn",
                "docs/benchmark-pqn-sticky/records", "notebook/pqn-suite.md#λ-065-the-first-preset"),
+         Shown("The paper's n-step Q (`--algo nq`) with its preset, `configs/atari.yaml`: the 2016 row (seed 1)", "",
+               "nq", "docs/screens/nq-2016", "notebook/pqn-suite.md#the-2016-row-n-step-q-with-its-preset", seeds=(1,)),
          Shown("PPO with the value clip (the default 2026-12-05 to 12-06)", "", "ppo",
                "docs/screens/ppo-vnorm",
                "notebook/earlier-defaults.md#ppo-with-the-value-clip-the-default-from-2026-12-05-to-12-06-sticky-actions"),
